@@ -1,0 +1,145 @@
+// Command kapi is a Kubernetes-compatible API server on SQLite.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kapi-dev/kapi/server"
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kapi:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	listen := flag.String("listen", "127.0.0.1:6443", "address to serve the API on")
+	dataDir := flag.String("data-dir", "./kapi-data", "directory of the SQLite database (and the default kubeconfig)")
+	inMemory := flag.Bool("in-memory", false, "keep every object in memory only: a throwaway store")
+	kubeconfigOut := flag.String("kubeconfig-out", "", "where to write a kubeconfig for this server (default <data-dir>/kubeconfig)")
+	durable := flag.Bool("durable", true, "make every acknowledged write survive a power loss (fsync on commit); false still survives a process kill")
+	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
+	verbosity := flag.Int("v", 0, "log verbosity: 0 info, 1 and more debug")
+	flag.Parse()
+
+	level := slog.LevelInfo
+	if *verbosity > 0 {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	opts := storage.Options{InMemory: *inMemory, Durable: *durable}
+	if !*inMemory {
+		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+			return err
+		}
+		opts.Path = filepath.Join(*dataDir, "kapi.db")
+	}
+	store, err := storage.Open(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error("closing the database", "err", err)
+		}
+	}()
+
+	reg := registry.New()
+	builtin.Register(reg)
+	srv := server.New(store, reg, log)
+	if err := srv.Bootstrap(ctx); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	ctrlCtx, stopControllers := context.WithCancel(context.Background())
+	defer stopControllers()
+	if err := srv.Start(ctrlCtx); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	kubeconfig := *kubeconfigOut
+	if kubeconfig == "" {
+		if *inMemory {
+			kubeconfig = filepath.Join(*dataDir, "kubeconfig")
+			if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+				return err
+			}
+		} else {
+			kubeconfig = filepath.Join(*dataDir, "kubeconfig")
+		}
+	}
+	if err := writeKubeconfig(kubeconfig, url); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	log.Info("kapi serving", "url", url, "kubeconfig", kubeconfig, "in-memory", *inMemory, "data-dir", *dataDir)
+
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("shutdown", "err", err)
+	}
+	stopControllers()
+	log.Info("stopped")
+	return nil
+}
+
+// writeKubeconfig writes a kubeconfig whose current context reaches url.
+func writeKubeconfig(path, url string) error {
+	const tmpl = `apiVersion: v1
+kind: Config
+clusters:
+- name: kapi
+  cluster:
+    server: %s
+users:
+- name: kapi-admin
+  user: {}
+contexts:
+- name: kapi
+  context:
+    cluster: kapi
+    user: kapi-admin
+current-context: kapi
+`
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(fmt.Sprintf(tmpl, url)), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

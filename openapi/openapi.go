@@ -1,0 +1,99 @@
+// Package openapi builds the OpenAPI documents kapi publishes. Today they
+// describe the operations of every served kind (paths, verbs, parameters
+// and group-version-kind extensions), which is what kubectl needs to use
+// server-side field validation; the schemas of the kinds come next.
+package openapi
+
+import (
+	"sort"
+)
+
+// Kind is one served resource in one version.
+type Kind struct {
+	Group, Version, Kind, Plural string
+	Namespaced                   bool
+	Status                       bool
+}
+
+// GroupVersionPath is the /openapi/v3 path of a group version.
+func GroupVersionPath(group, version string) string {
+	if group == "" {
+		return "api/" + version
+	}
+	return "apis/" + group + "/" + version
+}
+
+var queryParams = []string{"dryRun", "fieldManager", "fieldValidation", "pretty"}
+
+func param(name string) map[string]any {
+	return map[string]any{"name": name, "in": "query", "schema": map[string]any{"type": "string"}, "uniqueItems": true}
+}
+
+// V3 returns the OpenAPI v3 document of one group version.
+func V3(group, version string, kinds []Kind) map[string]any {
+	paths := map[string]any{}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].Plural < kinds[j].Plural })
+	for _, k := range kinds {
+		gvk := map[string]any{"group": k.Group, "version": k.Version, "kind": k.Kind}
+		op := func(action, id string, params ...string) map[string]any {
+			ps := []any{}
+			for _, p := range params {
+				ps = append(ps, param(p))
+			}
+			return map[string]any{
+				"operationId":                     id + k.Kind,
+				"x-kubernetes-action":             action,
+				"x-kubernetes-group-version-kind": gvk,
+				"parameters":                      ps,
+				"responses":                       map[string]any{"200": map[string]any{"description": "OK"}},
+			}
+		}
+		base := "/" + GroupVersionPath(k.Group, k.Version)
+		if k.Namespaced {
+			base += "/namespaces/{namespace}"
+		}
+		coll := base + "/" + k.Plural
+		paths[coll] = map[string]any{
+			"get":    op("list", "list"),
+			"post":   op("post", "create", queryParams...),
+			"delete": op("deletecollection", "deleteCollection", "dryRun"),
+		}
+		item := map[string]any{
+			"get":    op("get", "read"),
+			"put":    op("put", "replace", queryParams...),
+			"patch":  op("patch", "patch", append(queryParams, "force")...),
+			"delete": op("delete", "delete", "dryRun"),
+		}
+		paths[coll+"/{name}"] = item
+		if k.Status {
+			paths[coll+"/{name}/status"] = map[string]any{
+				"get":   op("get", "read", "pretty"),
+				"put":   op("put", "replace", queryParams...),
+				"patch": op("patch", "patch", append(queryParams, "force")...),
+			}
+		}
+	}
+	return map[string]any{
+		"openapi":    "3.0.0",
+		"info":       map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
+		"paths":      paths,
+		"components": map[string]any{"schemas": map[string]any{}},
+	}
+}
+
+// V2 returns the OpenAPI v2 (swagger) document of every kind.
+func V2(kinds []Kind) map[string]any {
+	paths := map[string]any{}
+	for _, k := range kinds {
+		doc := V3(k.Group, k.Version, []Kind{k})
+		for p, item := range doc["paths"].(map[string]any) {
+			paths[p] = item
+		}
+	}
+	return map[string]any{
+		"swagger":     "2.0",
+		"info":        map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
+		"paths":       paths,
+		"definitions": map[string]any{},
+	}
+}

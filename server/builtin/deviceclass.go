@@ -1,0 +1,61 @@
+package builtin
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kapi-dev/kapi/server/registry"
+	v "github.com/kapi-dev/kapi/server/validation/resource"
+)
+
+func deviceClassResource() *registry.Resource {
+	type T = resourcev1beta2.DeviceClass
+	s := &typed[T]{
+		storageVersion:   "v1beta2",
+		groupVersion:     func(version string) string { return "resource.k8s.io/" + version },
+		unconditional:    true,
+		tracksGeneration: true,
+		validate:         v.ValidateDeviceClass,
+		validateUpdate:   v.ValidateDeviceClassUpdate,
+		specChanged:      func(obj, old *T) bool { return semanticChanged(obj.Spec, old.Spec) },
+	}
+	return &registry.Resource{
+		Group: "resource.k8s.io", Versions: []string{"v1beta2"}, StorageVersion: "v1beta2",
+		Kind: "DeviceClass", ListKind: "DeviceClassList",
+		Plural: "deviceclasses", Singular: "deviceclass",
+		// kube-apiserver answers a DeviceClass DELETE with the object.
+		ReturnDeletedObject: true,
+		Strategy:            s,
+		Table: registry.TableConvertor{
+			Columns: []metav1.TableColumnDefinition{nameColumn(), ageColumn()},
+			Cells:   func(u *unstructured.Unstructured) []interface{} { return []interface{}{u.GetName(), age(u)} },
+		},
+	}
+}
+
+// Register adds every built-in kind to reg, in the order discovery lists
+// their groups.
+func Register(reg *registry.Registry) {
+	add := func(r *registry.Resource, goTypes map[string]func() interface{}) {
+		r.GoType = func(version string) interface{} { return goTypes[version]() }
+		reg.Add(r)
+	}
+	add(namespaceResource(), map[string]func() interface{}{"v1": func() interface{} { return &corev1.Namespace{} }})
+	add(crdResource(), map[string]func() interface{}{"v1": func() interface{} { return &apiextensionsv1.CustomResourceDefinition{} }})
+	add(mutatingWebhookConfigurationResource(), map[string]func() interface{}{"v1": func() interface{} { return &admissionregistrationv1.MutatingWebhookConfiguration{} }})
+	add(validatingWebhookConfigurationResource(), map[string]func() interface{}{"v1": func() interface{} { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }})
+	add(validatingAdmissionPolicyResource(), map[string]func() interface{}{
+		"v1":      func() interface{} { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+		"v1beta1": func() interface{} { return &admissionregistrationv1beta1.ValidatingAdmissionPolicy{} },
+	})
+	add(validatingAdmissionPolicyBindingResource(), map[string]func() interface{}{
+		"v1":      func() interface{} { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
+		"v1beta1": func() interface{} { return &admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding{} },
+	})
+	add(deviceClassResource(), map[string]func() interface{}{"v1beta2": func() interface{} { return &resourcev1beta2.DeviceClass{} }})
+}

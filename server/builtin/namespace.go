@@ -1,0 +1,132 @@
+package builtin
+
+import (
+	"errors"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kapi-dev/kapi/server/registry"
+)
+
+// FinalizerKubernetes is the spec finalizer every namespace carries until
+// its contents are deleted.
+const FinalizerKubernetes = "kubernetes"
+
+// LabelMetadataName is set on every namespace to its name.
+const LabelMetadataName = "kubernetes.io/metadata.name"
+
+func namespaceResource() *registry.Resource {
+	s := &typed[corev1.Namespace]{
+		storageVersion: "v1",
+		groupVersion:   func(v string) string { return v },
+		unconditional:  true,
+		prepareCreate: func(ns *corev1.Namespace) {
+			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+			if !hasFinalizer(ns.Spec.Finalizers, FinalizerKubernetes) {
+				ns.Spec.Finalizers = append(ns.Spec.Finalizers, FinalizerKubernetes)
+			}
+			setNameLabel(ns)
+		},
+		prepareUpdate: func(ns, old *corev1.Namespace) {
+			// spec.finalizers change only through /finalize, status only
+			// through /status.
+			ns.Spec.Finalizers = old.Spec.Finalizers
+			ns.Status = old.Status
+			setNameLabel(ns)
+		},
+		validate: func(ns *corev1.Namespace) field.ErrorList {
+			errs := apimachineryvalidation.ValidateObjectMeta(&ns.ObjectMeta, false, apimachineryvalidation.ValidateNamespaceName, field.NewPath("metadata"))
+			for i, f := range ns.Spec.Finalizers {
+				errs = append(errs, validateFinalizerName(f, field.NewPath("spec", "finalizers").Index(i))...)
+			}
+			return errs
+		},
+		validateUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
+			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+			return errs
+		},
+		prepareStatusUpdate: func(ns, old *corev1.Namespace) {
+			status := ns.Status
+			*ns = *old
+			ns.Status = status
+		},
+		validateStatusUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
+			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+			if old.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceActive {
+				errs = append(errs, field.Invalid(field.NewPath("status", "Phase"), ns.Status.Phase, "may only be 'Active' if `deletionTimestamp` is empty"))
+			}
+			if !old.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
+				errs = append(errs, field.Invalid(field.NewPath("status", "Phase"), ns.Status.Phase, "may only be 'Terminating' if `deletionTimestamp` is not empty"))
+			}
+			return errs
+		},
+		prepareDelete: func(ns *corev1.Namespace) (bool, error) {
+			if immortalNamespaces[ns.Name] {
+				return false, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, ns.Name, errors.New("this namespace may not be deleted"))
+			}
+			ns.Status.Phase = corev1.NamespaceTerminating
+			return len(ns.Spec.Finalizers) > 0, nil
+		},
+	}
+	return &registry.Resource{
+		Group:          "",
+		Versions:       []string{"v1"},
+		StorageVersion: "v1",
+		Kind:           "Namespace",
+		ListKind:       "NamespaceList",
+		Plural:         "namespaces",
+		Singular:       "namespace",
+		ShortNames:     []string{"ns"},
+		Status:         true,
+		Strategy:       s,
+		Table: registry.TableConvertor{
+			Columns: []metav1.TableColumnDefinition{
+				nameColumn(),
+				{Name: "Status", Type: "string", Description: "The status of the namespace"},
+				ageColumn(),
+			},
+			Cells: func(u *unstructured.Unstructured) []interface{} {
+				phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+				return []interface{}{u.GetName(), phase, age(u)}
+			},
+		},
+		FieldLabels: func(u *unstructured.Unstructured) fields.Set {
+			phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+			return fields.Set{"status.phase": phase}
+		},
+	}
+}
+
+// InitialNamespaces exist from the start, as in a new cluster.
+var InitialNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// immortalNamespaces may not be deleted.
+var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
+
+func setNameLabel(ns *corev1.Namespace) {
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[LabelMetadataName] = ns.Name
+}
+
+func hasFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
+	for _, x := range list {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func validateFinalizerName(f corev1.FinalizerName, fldPath *field.Path) field.ErrorList {
+	return metav1validation.ValidateLabelName(string(f), fldPath)
+}

@@ -1,0 +1,172 @@
+// Package builtin declares the built-in kinds kapi serves: one Resource
+// descriptor and one strategy per kind.
+package builtin
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/json"
+)
+
+// typed is the Strategy of a built-in kind, written against its Go type T
+// (the storage version's type). Objects cross into T to be decoded,
+// defaulted and validated, which also drops fields T does not know, as
+// kube-apiserver's typed decoding does.
+type typed[T any] struct {
+	// decode turns a body sent in a non-storage version into T; nil when
+	// the kind has one version.
+	decode func(version string, body []byte) (*T, []error, error)
+	// convert rewrites a storage-version object for another version; nil
+	// when the versions share their fields.
+	defaults         func(*T)
+	prepareCreate    func(*T)
+	prepareUpdate    func(obj, old *T)
+	validate         func(*T) field.ErrorList
+	validateUpdate   func(obj, old *T) field.ErrorList
+	specChanged      func(obj, old *T) bool
+	unconditional    bool
+	tracksGeneration bool
+
+	// status subresource (nil when the kind has none)
+	prepareStatusUpdate  func(obj, old *T)
+	validateStatusUpdate func(obj, old *T) field.ErrorList
+
+	// prepareDelete marks a pending deletion (nil: none beyond finalizers).
+	prepareDelete func(*T) (bool, error)
+
+	storageVersion string
+	groupVersion   func(version string) string
+}
+
+func (s *typed[T]) Decode(version string, body []byte) (*unstructured.Unstructured, []error, error) {
+	var (
+		obj       *T
+		strictErr []error
+		err       error
+	)
+	if s.decode != nil && version != s.storageVersion {
+		obj, strictErr, err = s.decode(version, body)
+	} else {
+		obj = new(T)
+		strictErr, err = json.UnmarshalStrict(body, obj, json.DisallowDuplicateFields, json.DisallowUnknownFields)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Keep the apiVersion and kind the client sent, so the handler can
+	// check them against the endpoint.
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	_ = json.UnmarshalCaseSensitivePreserveInts(body, &tm)
+	u.SetAPIVersion(tm.APIVersion)
+	u.SetKind(tm.Kind)
+	return u, strictErr, nil
+}
+
+func (s *typed[T]) Convert(obj *unstructured.Unstructured, version string) error {
+	obj.SetAPIVersion(s.groupVersion(version))
+	return nil
+}
+
+func (s *typed[T]) PrepareForCreate(ctx context.Context, u *unstructured.Unstructured) {
+	s.with(u, func(obj *T) {
+		if s.defaults != nil {
+			s.defaults(obj)
+		}
+		if s.prepareCreate != nil {
+			s.prepareCreate(obj)
+		}
+	})
+}
+
+func (s *typed[T]) PrepareForUpdate(ctx context.Context, u, oldU *unstructured.Unstructured) {
+	old := mustTyped[T](oldU)
+	s.with(u, func(obj *T) {
+		if s.defaults != nil {
+			s.defaults(obj)
+		}
+		if s.prepareUpdate != nil {
+			s.prepareUpdate(obj, old)
+		}
+	})
+}
+
+func (s *typed[T]) Validate(ctx context.Context, u *unstructured.Unstructured) field.ErrorList {
+	return s.validate(mustTyped[T](u))
+}
+
+func (s *typed[T]) ValidateUpdate(ctx context.Context, u, old *unstructured.Unstructured) field.ErrorList {
+	return s.validateUpdate(mustTyped[T](u), mustTyped[T](old))
+}
+
+func (s *typed[T]) AllowUnconditionalUpdate() bool { return s.unconditional }
+func (s *typed[T]) TracksGeneration() bool         { return s.tracksGeneration }
+
+func (s *typed[T]) SpecChanged(u, old *unstructured.Unstructured) bool {
+	if s.specChanged == nil {
+		return false
+	}
+	return s.specChanged(mustTyped[T](u), mustTyped[T](old))
+}
+
+func (s *typed[T]) PrepareForStatusUpdate(ctx context.Context, u, oldU *unstructured.Unstructured) {
+	old := mustTyped[T](oldU)
+	s.with(u, func(obj *T) { s.prepareStatusUpdate(obj, old) })
+}
+
+func (s *typed[T]) ValidateStatusUpdate(ctx context.Context, u, old *unstructured.Unstructured) field.ErrorList {
+	return s.validateStatusUpdate(mustTyped[T](u), mustTyped[T](old))
+}
+
+func (s *typed[T]) PrepareForDelete(ctx context.Context, u *unstructured.Unstructured) (pending bool, err error) {
+	if s.prepareDelete == nil {
+		return false, nil
+	}
+	s.with(u, func(obj *T) { pending, err = s.prepareDelete(obj) })
+	return pending, err
+}
+
+// with runs fn on u as a T and writes the result back into u.
+func (s *typed[T]) with(u *unstructured.Unstructured, fn func(*T)) {
+	obj := mustTyped[T](u)
+	fn(obj)
+	out, err := toUnstructured(obj)
+	if err != nil {
+		panic(fmt.Sprintf("builtin: %T does not round-trip: %v", obj, err))
+	}
+	apiVersion, kind := u.GetAPIVersion(), u.GetKind()
+	u.Object = out.Object
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+}
+
+func mustTyped[T any](u *unstructured.Unstructured) *T {
+	obj := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		panic(fmt.Sprintf("builtin: object does not fit %T: %v", obj, err))
+	}
+	return obj
+}
+
+func toUnstructured(obj any) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// semanticChanged compares two values as kube-apiserver does to decide on
+// a generation bump.
+func semanticChanged(a, b any) bool { return !equality.Semantic.DeepEqual(a, b) }

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// finalizer finishes the deletions that wait on the server itself: a
+// terminating namespace (its contents, then the "kubernetes" spec
+// finalizer) and a deleted CRD (its custom resources, then the cleanup
+// finalizer).
+type finalizer struct {
+	s     *Server
+	mu    sync.Mutex
+	queue map[storage.Key]*registry.Resource
+	wake  chan struct{}
+}
+
+func newFinalizer(s *Server) *finalizer {
+	return &finalizer{s: s, queue: map[storage.Key]*registry.Resource{}, wake: make(chan struct{}, 1)}
+}
+
+func (f *finalizer) enqueue(res *registry.Resource, namespace, name string) {
+	if res.Kind != "Namespace" && !(res.Kind == "CustomResourceDefinition" && res.Group == "apiextensions.k8s.io") {
+		return
+	}
+	f.mu.Lock()
+	f.queue[storageKey(res, namespace, name)] = res
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// start resumes deletions left pending by a previous run and works the
+// queue until ctx ends.
+func (f *finalizer) start(ctx context.Context) error {
+	for _, res := range f.s.reg.All() {
+		if res.Kind != "Namespace" && res.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		items, _, err := f.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, obj := range items {
+			if obj.GetDeletionTimestamp() != nil {
+				f.enqueue(res, "", obj.GetName())
+			}
+		}
+	}
+	go f.run(ctx)
+	return nil
+}
+
+func (f *finalizer) run(ctx context.Context) {
+	retry := time.NewTicker(time.Second)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		case <-retry.C:
+		}
+		f.mu.Lock()
+		work := f.queue
+		f.queue = map[storage.Key]*registry.Resource{}
+		f.mu.Unlock()
+		for key, res := range work {
+			done, err := f.finalize(ctx, res, key.Name)
+			if err != nil && ctx.Err() == nil {
+				f.s.log.Warn("finalizing deletion", "resource", key.Resource, "name", key.Name, "err", err)
+			}
+			if !done && ctx.Err() == nil {
+				f.mu.Lock()
+				f.queue[key] = res
+				f.mu.Unlock()
+			}
+		}
+	}
+}
+
+// finalize takes one step towards removing a terminating object; done is
+// true when nothing is left to do for it.
+func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name string) (done bool, err error) {
+	obj, rev, err := f.s.getObject(ctx, res, "", name)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil || obj.GetDeletionTimestamp() == nil {
+		return err == nil, err
+	}
+	var remaining bool
+	switch res.Kind {
+	case "Namespace":
+		remaining, err = f.deleteNamespaceContents(ctx, name)
+		if err != nil || remaining {
+			return false, err
+		}
+		fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
+		fins = withoutFinalizer(fins, builtin.FinalizerKubernetes)
+		if len(fins) == 0 {
+			unstructured.RemoveNestedField(obj.Object, "spec", "finalizers")
+		} else {
+			unstructured.SetNestedStringSlice(obj.Object, fins, "spec", "finalizers")
+		}
+	case "CustomResourceDefinition":
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
+			return false, err
+		}
+		if err := f.deleteCustomResources(ctx, crd.Spec.Group+"/"+crd.Spec.Names.Plural); err != nil {
+			return false, err
+		}
+		obj.SetFinalizers(withoutFinalizer(obj.GetFinalizers(), builtin.CRDCleanupFinalizer))
+	}
+	key := storageKey(res, "", name)
+	if len(obj.GetFinalizers()) == 0 && !pendingDelete(ctx, res, obj) {
+		_, err = f.s.store.Delete(ctx, key, rev, encoder(obj))
+	} else {
+		_, err = f.s.store.Update(ctx, key, rev, encoder(obj))
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(obj.GetFinalizers()) == 0, nil
+}
+
+// deleteNamespaceContents deletes every object of every namespaced
+// resource in namespace; remaining is true while some still wait on
+// finalizers.
+func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace string) (remaining bool, err error) {
+	background := metav1.DeletePropagationBackground
+	for _, res := range f.s.reg.All() {
+		if !res.Namespaced {
+			continue
+		}
+		items, _, err := f.s.listObjects(ctx, res, namespace, &metainternalversion.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, obj := range items {
+			remaining = true
+			if obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			_, _, err := f.s.deleteObject(ctx, res, namespace, obj.GetName(), &metav1.DeleteOptions{PropagationPolicy: &background})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return true, err
+			}
+		}
+	}
+	return remaining, nil
+}
+
+// deleteCustomResources removes every stored object of a CRD's resource.
+func (f *finalizer) deleteCustomResources(ctx context.Context, storageResource string) error {
+	for {
+		page, err := f.s.store.List(ctx, storageResource, storage.ListOptions{Limit: 500})
+		if err != nil {
+			return err
+		}
+		for _, o := range page.Items {
+			if _, err := f.s.store.Delete(ctx, o.Key, o.Rev, func(int64) ([]byte, error) { return o.Data, nil }); err != nil && err != storage.ErrNotFound && err != storage.ErrConflict {
+				return err
+			}
+		}
+		if !page.More {
+			return nil
+		}
+	}
+}

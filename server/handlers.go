@@ -1,0 +1,774 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// tooLargeRVWait is how long a read for a resourceVersion newer than the
+// store waits for it before answering 504, as kube-apiserver does.
+const tooLargeRVWait = 3 * time.Second
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	var opts metav1.GetOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		writeError(w, r, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if err := s.waitForRV(r.Context(), opts.ResourceVersion); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, _, err := s.getObject(r.Context(), req.res, req.namespace, req.name)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, req, http.StatusOK, obj)
+}
+
+// getObject reads the current state of an object in the storage version.
+func (s *Server) getObject(ctx context.Context, res *registry.Resource, namespace, name string) (*unstructured.Unstructured, int64, error) {
+	o, err := s.store.Get(ctx, storageKey(res, namespace, name))
+	if err != nil {
+		return nil, 0, storageError(err, res, name)
+	}
+	u, err := decodeStored(o)
+	if err != nil {
+		return nil, 0, apierrors.NewInternalError(err)
+	}
+	return u, o.Rev, nil
+}
+
+// waitForRV waits until the store has reached the resourceVersion rv
+// ("" and "0" need nothing); kube-apiserver answers 504 after a while.
+func (s *Server) waitForRV(ctx context.Context, rv string) error {
+	if rv == "" || rv == "0" {
+		return nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", rv))
+	}
+	deadline := time.Now().Add(tooLargeRVWait)
+	for s.store.CurrentRev() < n {
+		if time.Now().After(deadline) {
+			return tooLargeResourceVersion(n, s.store.CurrentRev())
+		}
+		select {
+		case <-ctx.Done():
+			return apierrors.NewTimeoutError("request canceled", 1)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// continueToken is the opaque continue value of a paginated list.
+type continueToken struct {
+	APIVersion string `json:"v"`
+	// Rev is the snapshot revision of the list; -1 continues inconsistently
+	// at the current state (offered after a 410).
+	Rev       int64  `json:"rv"`
+	Namespace string `json:"ns,omitempty"`
+	Name      string `json:"start"`
+}
+
+func encodeContinue(t continueToken) string {
+	t.APIVersion = "meta.k8s.io/v1"
+	data, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(s string) (continueToken, error) {
+	var t continueToken
+	data, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return t, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err))
+	}
+	if err := json.Unmarshal(data, &t); err != nil || t.APIVersion != "meta.k8s.io/v1" || t.Name == "" {
+		return t, apierrors.NewBadRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	}
+	return t, nil
+}
+
+// parseListOptions decodes and validates the list parameters.
+func parseListOptions(r *http.Request, watch bool) (*metainternalversion.ListOptions, error) {
+	opts := &metainternalversion.ListOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	opts.Watch = opts.Watch || watch
+	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	return opts, nil
+}
+
+// selection is a list's label and field selectors for one resource.
+type selection struct {
+	res    *registry.Resource
+	labels labels.Selector
+	fields fields.Selector
+}
+
+func newSelection(res *registry.Resource, opts *metainternalversion.ListOptions) (*selection, error) {
+	sel := &selection{res: res, labels: opts.LabelSelector, fields: opts.FieldSelector}
+	if sel.labels == nil {
+		sel.labels = labels.Everything()
+	}
+	if sel.fields == nil {
+		sel.fields = fields.Everything()
+	}
+	// Every field a selector names must be one the kind supports.
+	probe := sel.fieldSet(&unstructured.Unstructured{Object: map[string]interface{}{}})
+	for _, req := range sel.fields.Requirements() {
+		if _, ok := probe[req.Field]; !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return sel, nil
+}
+
+func (sel *selection) fieldSet(obj *unstructured.Unstructured) fields.Set {
+	set := fields.Set{"metadata.name": obj.GetName()}
+	if sel.res.Namespaced {
+		set["metadata.namespace"] = obj.GetNamespace()
+	}
+	if sel.res.FieldLabels != nil {
+		for k, v := range sel.res.FieldLabels(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+func (sel *selection) empty() bool { return sel.labels.Empty() && sel.fields.Empty() }
+
+func (sel *selection) matches(obj *unstructured.Unstructured) bool {
+	return sel.labels.Matches(labels.Set(obj.GetLabels())) && sel.fields.Matches(sel.fieldSet(obj))
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	out, err := negotiate(r, "Table", "PartialObjectMetadataList")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	opts, err := parseListOptions(r, false)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	items, listMeta, err := s.listObjects(r.Context(), req.res, req.namespace, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	for _, obj := range items {
+		if err := req.res.Strategy.Convert(obj, req.version); err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+	}
+	switch out.as {
+	case "Table":
+		table, err := s.table(r, req, out.version, items, listMeta)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeObject(w, r, out, http.StatusOK, table)
+	case "PartialObjectMetadataList":
+		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.version}, ListMeta: listMeta, Items: []metav1.PartialObjectMetadata{}}
+		for _, obj := range items {
+			list.Items = append(list.Items, *partialMetadata(obj, out.version))
+		}
+		writeObject(w, r, out, http.StatusOK, list)
+	default:
+		list := map[string]interface{}{
+			"apiVersion": schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(),
+			"kind":       req.res.ListKind,
+			"metadata":   listMeta,
+		}
+		objs := make([]interface{}, len(items))
+		for i, obj := range items {
+			objs[i] = obj.Object
+		}
+		list["items"] = objs
+		writeObject(w, r, out, http.StatusOK, list)
+	}
+}
+
+// listObjects runs a list with kube-apiserver's resourceVersion, limit and
+// continue semantics. Objects are in the storage version.
+func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namespace string, opts *metainternalversion.ListOptions) ([]*unstructured.Unstructured, metav1.ListMeta, error) {
+	sel, err := newSelection(res, opts)
+	if err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
+	so := storage.ListOptions{Namespace: namespace, Limit: opts.Limit}
+	if opts.Continue != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return nil, metav1.ListMeta{}, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		tok, err := decodeContinue(opts.Continue)
+		if err != nil {
+			return nil, metav1.ListMeta{}, err
+		}
+		if tok.Rev > 0 {
+			so.Rev = tok.Rev
+		}
+		so.AfterNamespace, so.AfterName = tok.Namespace, tok.Name
+	} else {
+		switch {
+		case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
+		case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
+			n, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+			if err != nil || n <= 0 {
+				return nil, metav1.ListMeta{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", opts.ResourceVersion))
+			}
+			if err := s.waitForRV(ctx, opts.ResourceVersion); err != nil {
+				return nil, metav1.ListMeta{}, err
+			}
+			so.Rev = n
+		default: // NotOlderThan, or the legacy unset match
+			if err := s.waitForRV(ctx, opts.ResourceVersion); err != nil {
+				return nil, metav1.ListMeta{}, err
+			}
+		}
+	}
+	var decodeErr error
+	if !sel.empty() {
+		so.Predicate = func(o *storage.Object) (bool, error) {
+			u, err := decodeStored(o)
+			if err != nil {
+				return false, err
+			}
+			return sel.matches(u), nil
+		}
+	}
+	result, err := s.store.List(ctx, res.StorageResource(), so)
+	if err != nil {
+		if errors.Is(err, storage.ErrCompacted) && opts.Continue != "" {
+			// The snapshot is gone: offer a token that continues at the
+			// current state, as kube-apiserver does.
+			tok, _ := decodeContinue(opts.Continue)
+			tok.Rev = -1
+			e := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			e.ErrStatus.ListMeta.Continue = encodeContinue(tok)
+			return nil, metav1.ListMeta{}, e
+		}
+		return nil, metav1.ListMeta{}, storageError(err, res, "")
+	}
+	if decodeErr != nil {
+		return nil, metav1.ListMeta{}, apierrors.NewInternalError(decodeErr)
+	}
+	items := make([]*unstructured.Unstructured, 0, len(result.Items))
+	for _, o := range result.Items {
+		u, err := decodeStored(o)
+		if err != nil {
+			return nil, metav1.ListMeta{}, apierrors.NewInternalError(err)
+		}
+		items = append(items, u)
+	}
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.Rev, 10)}
+	if result.More && len(result.Items) > 0 {
+		last := result.Items[len(result.Items)-1]
+		rev := result.Rev
+		if so.Rev == 0 && opts.Continue != "" {
+			rev = -1
+		}
+		lm.Continue = encodeContinue(continueToken{Rev: rev, Namespace: last.Namespace, Name: last.Name})
+		lm.RemainingItemCount = result.Remaining
+	}
+	return items, lm, nil
+}
+
+// table builds a meta.k8s.io Table of objs.
+func (s *Server) table(r *http.Request, req *resourceRequest, version string, objs []*unstructured.Unstructured, lm metav1.ListMeta) (*metav1.Table, error) {
+	var opts metav1.TableOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidateTableOptions(&opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "TableOptions"}, "", errs)
+	}
+	t := &metav1.Table{
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + version},
+		ListMeta: lm,
+		Rows:     []metav1.TableRow{},
+	}
+	if !opts.NoHeaders {
+		t.ColumnDefinitions = req.res.Table.Columns
+	}
+	for _, obj := range objs {
+		row := metav1.TableRow{Cells: req.res.Table.Cells(obj)}
+		switch opts.IncludeObject {
+		case metav1.IncludeObject:
+			data, _ := json.Marshal(obj.Object)
+			row.Object.Raw = data
+		case metav1.IncludeNone:
+		default:
+			data, _ := json.Marshal(partialMetadata(obj, "v1"))
+			row.Object.Raw = data
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, nil
+}
+
+// writeOptions are the parameters common to create, update and patch.
+type writeOptions struct {
+	dryRun          bool
+	fieldValidation string
+}
+
+func parseCreateOptions(r *http.Request) (writeOptions, error) {
+	var opts metav1.CreateOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return writeOptions{}, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
+		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
+	}
+	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation}, nil
+}
+
+func parseUpdateOptions(r *http.Request) (writeOptions, error) {
+	var opts metav1.UpdateOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return writeOptions{}, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
+		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
+	}
+	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation}, nil
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	opts, err := parseCreateOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	body, _, err := readBody(r, "application/json", "application/yaml")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := decodeObject(w, r, req, body, opts.fieldValidation)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	created, err := s.createObject(r.Context(), req, obj, opts.dryRun)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, req, http.StatusCreated, created)
+}
+
+// createObject runs the create path of kube-apiserver's generic registry:
+// namespace and name checks, server-set fields, defaults, validation, the
+// namespace lifecycle, then one store write.
+func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	res := req.res
+	if err := checkNamespace(req, obj); err != nil {
+		return nil, err
+	}
+	if err := res.Strategy.Convert(obj, res.StorageVersion); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		obj.SetName(names.SimpleNameGenerator.GenerateName(obj.GetGenerateName()))
+	}
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	obj.SetUID(uuid.NewUUID())
+	obj.SetCreationTimestamp(now)
+	obj.SetResourceVersion("")
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetSelfLink("")
+	if res.Strategy.TracksGeneration() {
+		obj.SetGeneration(1)
+	} else {
+		obj.SetGeneration(0)
+	}
+	res.Strategy.PrepareForCreate(ctx, obj)
+	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(res.GroupKind(), obj.GetName(), errs)
+	}
+	if obj.GetName() == "" {
+		// Validation reports a missing name; this guards the store.
+		return nil, apierrors.NewBadRequest("name is required")
+	}
+	if err := s.admitNamespace(ctx, res, obj.GetNamespace()); err != nil {
+		return nil, err
+	}
+	if dryRun {
+		return obj, nil
+	}
+	if _, err := s.store.Create(ctx, storageKey(res, obj.GetNamespace(), obj.GetName()), encoder(obj)); err != nil {
+		return nil, storageError(err, res, obj.GetName())
+	}
+	return obj, nil
+}
+
+// checkNamespace fills in or checks the object's namespace against the URL.
+func checkNamespace(req *resourceRequest, obj *unstructured.Unstructured) error {
+	if !req.res.Namespaced {
+		if obj.GetNamespace() != "" {
+			obj.SetNamespace("")
+		}
+		return nil
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(req.namespace)
+	}
+	if obj.GetNamespace() != req.namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	opts, err := parseUpdateOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	body, _, err := readBody(r, "application/json", "application/yaml")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := decodeObject(w, r, req, body, opts.fieldValidation)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if obj.GetName() != req.name {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name)))
+		return
+	}
+	if err := checkNamespace(req, obj); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := req.res.Strategy.Convert(obj, req.res.StorageVersion); err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	updated, err := s.updateObject(r.Context(), req, opts.dryRun, false, func(*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		return obj.DeepCopy(), nil
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, req, http.StatusOK, updated)
+}
+
+// updateFunc computes the new object (storage version) from the current one.
+type updateFunc func(current *unstructured.Unstructured) (*unstructured.Unstructured, error)
+
+// updateObject runs kube-apiserver's update path: read, compute, keep
+// server-owned fields, validate, and write with the read revision as the
+// precondition, retrying when the client set no resourceVersion.
+func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun, retryOnConflict bool, compute updateFunc) (*unstructured.Unstructured, error) {
+	res := req.res
+	for attempt := 0; ; attempt++ {
+		old, rev, err := s.getObject(ctx, res, req.namespace, req.name)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := compute(old.DeepCopy())
+		if err != nil {
+			return nil, err
+		}
+		clientRV := obj.GetResourceVersion()
+		if retryOnConflict {
+			clientRV = ""
+		} else if clientRV == "" && !res.Strategy.AllowUnconditionalUpdate() {
+			return nil, apierrors.NewInvalid(res.GroupKind(), req.name, fieldErrorRVRequired())
+		}
+		if clientRV != "" && clientRV != old.GetResourceVersion() {
+			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
+		}
+		// Fields only the server sets.
+		obj.SetUID(old.GetUID())
+		obj.SetCreationTimestamp(old.GetCreationTimestamp())
+		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+		obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+		obj.SetGeneration(old.GetGeneration())
+		obj.SetSelfLink("")
+		obj.SetResourceVersion(old.GetResourceVersion())
+		if req.subresource == "status" {
+			st := res.Strategy.(registry.StatusStrategy)
+			st.PrepareForStatusUpdate(ctx, obj, old)
+			if errs := st.ValidateStatusUpdate(ctx, obj, old); len(errs) > 0 {
+				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
+			}
+		} else {
+			res.Strategy.PrepareForUpdate(ctx, obj, old)
+			if res.Strategy.TracksGeneration() && res.Strategy.SpecChanged(obj, old) {
+				obj.SetGeneration(old.GetGeneration() + 1)
+			}
+			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
+				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
+			}
+		}
+		if dryRun {
+			return obj, nil
+		}
+		key := storageKey(res, req.namespace, req.name)
+		// The last finalizer of an object being deleted is gone: the
+		// update completes the deletion.
+		if old.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !pendingDelete(ctx, res, obj) {
+			_, err = s.store.Delete(ctx, key, rev, encoder(obj))
+		} else if sameObject(obj, old) {
+			// Nothing changed: kube-apiserver skips the write and keeps
+			// the resourceVersion.
+			return old, nil
+		} else {
+			_, err = s.store.Update(ctx, key, rev, encoder(obj))
+		}
+		if errors.Is(err, storage.ErrConflict) && (clientRV == "" || retryOnConflict) && attempt < 16 {
+			continue
+		}
+		if err != nil {
+			return nil, storageError(err, res, req.name)
+		}
+		return obj, nil
+	}
+}
+
+// pendingDelete tells whether a kind still holds obj beyond its finalizers
+// (a namespace's spec.finalizers).
+func pendingDelete(ctx context.Context, res *registry.Resource, obj *unstructured.Unstructured) bool {
+	if res.Kind != "Namespace" {
+		return false
+	}
+	fin, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
+	return len(fin) > 0
+}
+
+func sameObject(a, b *unstructured.Unstructured) bool {
+	ja, _ := json.Marshal(a.Object)
+	jb, _ := json.Marshal(b.Object)
+	return string(ja) == string(jb)
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	opts, err := parseDeleteOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, deleted, err := s.deleteObject(r.Context(), req.res, req.namespace, req.name, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if !deleted || req.res.ReturnDeletedObject {
+		s.respondObject(w, r, req, http.StatusOK, obj)
+		return
+	}
+	writeObject(w, r, output{}, http.StatusOK, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{
+			Name:  req.name,
+			Group: req.res.Group,
+			Kind:  req.res.Plural,
+			UID:   obj.GetUID(),
+		},
+	})
+}
+
+// parseDeleteOptions reads DeleteOptions from the body and the query, as
+// kube-apiserver does (the query wins for the fields it sets).
+func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	if r.ContentLength != 0 {
+		body, _, err := readBody(r, "application/json", "application/yaml")
+		if err != nil {
+			return nil, err
+		}
+		if len(body) > 0 {
+			if err := json.Unmarshal(body, opts); err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format: %v", err))
+			}
+			if opts.Kind != "" && opts.Kind != "DeleteOptions" {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request must be DeleteOptions, not %s", opts.Kind))
+			}
+		}
+	}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	return opts, nil
+}
+
+// deleteObject deletes one object as kube-apiserver's generic registry
+// does: preconditions, then either a pending deletion (finalizers; the
+// object is returned with deletionTimestamp set, deleted=false) or the
+// removal (deleted=true). The returned object is in the storage version.
+func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, namespace, name string, opts *metav1.DeleteOptions) (*unstructured.Unstructured, bool, error) {
+	dryRun := len(opts.DryRun) > 0
+	for attempt := 0; ; attempt++ {
+		obj, rev, err := s.getObject(ctx, res, namespace, name)
+		if err != nil {
+			return nil, false, err
+		}
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != obj.GetUID() {
+				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, obj.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != obj.GetResourceVersion() {
+				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, obj.GetResourceVersion()))
+			}
+		}
+		// Finalizers the propagation policy asks for.
+		fins := obj.GetFinalizers()
+		switch {
+		case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationOrphan,
+			opts.OrphanDependents != nil && *opts.OrphanDependents:
+			fins = withFinalizer(withoutFinalizer(fins, metav1.FinalizerDeleteDependents), metav1.FinalizerOrphanDependents)
+		case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground:
+			fins = withFinalizer(withoutFinalizer(fins, metav1.FinalizerOrphanDependents), metav1.FinalizerDeleteDependents)
+		case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationBackground,
+			opts.OrphanDependents != nil && !*opts.OrphanDependents:
+			fins = withoutFinalizer(withoutFinalizer(fins, metav1.FinalizerOrphanDependents), metav1.FinalizerDeleteDependents)
+		}
+		if len(fins) > 0 {
+			fins = fins[:len(fins):len(fins)]
+		}
+		obj.SetFinalizers(fins)
+		pending := len(fins) > 0
+		if ds, ok := res.Strategy.(registry.DeleteStrategy); ok {
+			p, err := ds.PrepareForDelete(ctx, obj)
+			if err != nil {
+				return nil, false, err
+			}
+			pending = pending || p
+		}
+		key := storageKey(res, namespace, name)
+		if !pending {
+			if dryRun {
+				return obj, true, nil
+			}
+			_, err = s.store.Delete(ctx, key, rev, encoder(obj))
+			if errors.Is(err, storage.ErrConflict) && attempt < 16 {
+				continue
+			}
+			if err != nil {
+				return nil, false, storageError(err, res, name)
+			}
+			return obj, true, nil
+		}
+		if obj.GetDeletionTimestamp() == nil {
+			now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+			obj.SetDeletionTimestamp(&now)
+			zero := int64(0)
+			obj.SetDeletionGracePeriodSeconds(&zero)
+		}
+		if dryRun {
+			return obj, false, nil
+		}
+		_, err = s.store.Update(ctx, key, rev, encoder(obj))
+		if errors.Is(err, storage.ErrConflict) && attempt < 16 {
+			continue
+		}
+		if err != nil {
+			return nil, false, storageError(err, res, name)
+		}
+		s.finalizer.enqueue(res, namespace, name)
+		return obj, false, nil
+	}
+}
+
+func withFinalizer(list []string, f string) []string {
+	for _, x := range list {
+		if x == f {
+			return list
+		}
+	}
+	return append(list, f)
+}
+
+func withoutFinalizer(list []string, f string) []string {
+	out := list[:0:0]
+	for _, x := range list {
+		if x != f {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	opts, err := parseDeleteOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	listOpts, err := parseListOptions(r, false)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if listOpts.Watch {
+		writeError(w, r, apierrors.NewBadRequest("watch is not supported for deletecollection"))
+		return
+	}
+	items, _, err := s.listObjects(r.Context(), req.res, req.namespace, listOpts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	for _, obj := range items {
+		if _, _, err := s.deleteObject(r.Context(), req.res, obj.GetNamespace(), obj.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+			writeError(w, r, err)
+			return
+		}
+	}
+	writeObject(w, r, output{}, http.StatusOK, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+	})
+}
+
+var (
+	_ = meta.Accessor
+	_ = types.UID("")
+)

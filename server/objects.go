@@ -1,0 +1,187 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// readBody reads a request body up to kube-apiserver's limit and returns it
+// as JSON, converting YAML. allowed lists the accepted media types.
+func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
+	ct := r.Header.Get("Content-Type")
+	mt := "application/json"
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			return nil, "", unsupportedMediaType(ct, allowed)
+		}
+	}
+	ok := false
+	for _, a := range allowed {
+		if a == mt {
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, "", unsupportedMediaType(ct, allowed)
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
+	}
+	if len(data) > maxBodyBytes {
+		return nil, "", apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	if mt == "application/yaml" || mt == "application/apply-patch+yaml" {
+		js, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
+		}
+		data = js
+	}
+	return data, mt, nil
+}
+
+func unsupportedMediaType(ct string, allowed []string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnsupportedMediaType,
+		Reason:  metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")),
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: ct}}},
+	}}
+}
+
+// decodeObject decodes a write's body for req, applying fieldValidation,
+// and checks the body's apiVersion and kind against the endpoint.
+func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string) (*unstructured.Unstructured, error) {
+	if !json.Valid(body) {
+		var syntax json.RawMessage
+		err := json.Unmarshal(body, &syntax)
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", req.res.Kind, err))
+	}
+	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", req.res.Kind, err))
+	}
+	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}.String()
+	if obj.GetAPIVersion() == "" && obj.GetKind() == "" {
+		// kube-apiserver fills in both when the body has neither.
+		obj.SetAPIVersion(gv)
+		obj.SetKind(req.res.Kind)
+	}
+	if obj.GetAPIVersion() != gv || obj.GetKind() != req.res.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), gv))
+	}
+	if len(strictErrs) > 0 {
+		switch fieldValidation {
+		case metav1.FieldValidationStrict:
+			msgs := make([]string, len(strictErrs))
+			for i, e := range strictErrs {
+				msgs[i] = e.Error()
+			}
+			return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+		case metav1.FieldValidationIgnore:
+		default:
+			for _, e := range strictErrs {
+				addWarning(w, e.Error())
+			}
+		}
+	}
+	return obj, nil
+}
+
+// decodeStored turns stored JSON back into an object.
+func decodeStored(o *storage.Object) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(o.Data, &u.Object); err != nil {
+		return nil, fmt.Errorf("stored object %s/%s/%s is corrupt: %w", o.Resource, o.Namespace, o.Name, err)
+	}
+	return u, nil
+}
+
+// encoder renders obj for the store with its resourceVersion set to the
+// revision the store assigns.
+func encoder(obj *unstructured.Unstructured) storage.Encoder {
+	return func(rev int64) ([]byte, error) {
+		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return json.Marshal(obj.Object)
+	}
+}
+
+func storageKey(res *registry.Resource, namespace, name string) storage.Key {
+	return storage.Key{Resource: res.StorageResource(), Namespace: namespace, Name: name}
+}
+
+// storageError maps a storage error to kube-apiserver's status error.
+func storageError(err error, res *registry.Resource, name string) error {
+	gr := res.GroupResource()
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(registryConflictMessage))
+	case errors.Is(err, storage.ErrCompacted):
+		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	case errors.Is(err, storage.ErrClosed):
+		return apierrors.NewServiceUnavailable("the server is shutting down")
+	}
+	if se, ok := err.(apierrors.APIStatus); ok {
+		return se.(error)
+	}
+	return apierrors.NewInternalError(err)
+}
+
+const registryConflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
+
+// respondObject writes one object, converted to the request's version, in
+// the negotiated form.
+func (s *Server) respondObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, code int, obj *unstructured.Unstructured) {
+	out, err := negotiate(r, "Table", "PartialObjectMetadata")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := req.res.Strategy.Convert(obj, req.version); err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	switch out.as {
+	case "Table":
+		table, err := s.table(r, req, out.version, []*unstructured.Unstructured{obj}, metav1.ListMeta{})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeObject(w, r, out, code, table)
+	case "PartialObjectMetadata":
+		writeObject(w, r, out, code, partialMetadata(obj, out.version))
+	default:
+		writeObject(w, r, out, code, obj.Object)
+	}
+}
+
+func partialMetadata(obj *unstructured.Unstructured, version string) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + version}}
+	meta, _, _ := unstructured.NestedMap(obj.Object, "metadata")
+	data, _ := json.Marshal(meta)
+	_ = json.Unmarshal(data, &m.ObjectMeta)
+	return m
+}

@@ -1,0 +1,250 @@
+// Package registry describes the resources kapi serves: one Resource
+// descriptor per resource, with the Strategy that holds its per-kind rules.
+// Built-in kinds register at start; a CRD adds and removes resources at run
+// time, so the Registry is safe for concurrent use.
+package registry
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Strategy holds the rules of one kind. Objects are passed in the storage
+// version; the handlers convert at the edges.
+type Strategy interface {
+	// Decode parses a JSON request body sent to the given version. It
+	// returns the object and the unknown or duplicate fields found (for
+	// fieldValidation), or an error for a body that cannot be decoded.
+	Decode(version string, body []byte) (*unstructured.Unstructured, []error, error)
+	// Convert converts obj to version in place.
+	Convert(obj *unstructured.Unstructured, version string) error
+
+	// PrepareForCreate sets defaults and clears what a client may not set
+	// on create (e.g. status).
+	PrepareForCreate(ctx context.Context, obj *unstructured.Unstructured)
+	// PrepareForUpdate sets defaults and keeps what a client may not change
+	// through the main resource (e.g. status) from old.
+	PrepareForUpdate(ctx context.Context, obj, old *unstructured.Unstructured)
+	Validate(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList
+	ValidateUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
+
+	// AllowUnconditionalUpdate tells whether a PUT without
+	// metadata.resourceVersion is allowed.
+	AllowUnconditionalUpdate() bool
+	// SpecChanged tells whether an update must bump metadata.generation;
+	// kinds that do not track generation return false.
+	SpecChanged(obj, old *unstructured.Unstructured) bool
+	// TracksGeneration is true for kinds whose metadata.generation starts
+	// at 1 on create.
+	TracksGeneration() bool
+}
+
+// StatusStrategy is implemented by the strategies of kinds with a /status
+// subresource.
+type StatusStrategy interface {
+	// PrepareForStatusUpdate keeps everything but status from old.
+	PrepareForStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured)
+	ValidateStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
+}
+
+// DeleteStrategy is implemented by kinds whose deletion is not immediate
+// beyond metadata.finalizers (a namespace finalizes its contents, a CRD its
+// custom resources).
+type DeleteStrategy interface {
+	// PrepareForDelete marks obj as being deleted (conditions, phase,
+	// finalizers) and tells whether the deletion must wait.
+	// A returned error refuses the deletion.
+	PrepareForDelete(ctx context.Context, obj *unstructured.Unstructured) (pending bool, err error)
+}
+
+// TableConvertor prints a kind's objects as kube-apiserver's Table.
+type TableConvertor struct {
+	Columns []metav1.TableColumnDefinition
+	// Cells returns the row's cells, one per column.
+	Cells func(obj *unstructured.Unstructured) []interface{}
+}
+
+// Resource describes one served resource.
+type Resource struct {
+	Group string
+	// Versions are the served versions in discovery order (preferred first).
+	Versions       []string
+	StorageVersion string
+	Kind           string
+	ListKind       string
+	Plural         string
+	Singular       string
+	Namespaced     bool
+	ShortNames     []string
+	Categories     []string
+	// Status is true when the resource has a /status subresource.
+	Status bool
+	// ReturnDeletedObject makes DELETE answer with the object, not a Status.
+	ReturnDeletedObject bool
+	Strategy            Strategy
+	Table               TableConvertor
+	// GoType returns a zero value of the kind's Go type in version, for
+	// strategic merge patch; nil for kinds without one (custom resources).
+	GoType func(version string) interface{}
+	// FieldLabels returns the fields a fieldSelector may use beyond
+	// metadata.name and metadata.namespace (nil for none).
+	FieldLabels func(obj *unstructured.Unstructured) fields.Set
+}
+
+// StorageResource is the store's resource name: "<group>/<plural>".
+func (r *Resource) StorageResource() string { return r.Group + "/" + r.Plural }
+
+// GroupResource returns the group and plural.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Plural}
+}
+
+// GroupKind returns the group and kind.
+func (r *Resource) GroupKind() schema.GroupKind {
+	return schema.GroupKind{Group: r.Group, Kind: r.Kind}
+}
+
+// Serves tells whether version is served.
+func (r *Resource) Serves(version string) bool {
+	for _, v := range r.Versions {
+		if v == version {
+			return true
+		}
+	}
+	return false
+}
+
+// Verbs are the verbs of the main resource, as discovery lists them.
+func (r *Resource) Verbs() []string {
+	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}
+
+// Registry is the set of served resources.
+type Registry struct {
+	mu        sync.RWMutex
+	resources map[schema.GroupResource]*Resource
+	// groupOrder lists groups in the order they were first registered,
+	// which is the order discovery lists them.
+	groupOrder []string
+}
+
+// New returns an empty Registry.
+func New() *Registry {
+	return &Registry{resources: map[schema.GroupResource]*Resource{}}
+}
+
+// Add registers r, replacing a resource with the same group and plural.
+func (g *Registry) Add(r *Resource) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gr := r.GroupResource()
+	g.resources[gr] = r
+	for _, name := range g.groupOrder {
+		if name == r.Group {
+			return
+		}
+	}
+	g.groupOrder = append(g.groupOrder, r.Group)
+}
+
+// Remove unregisters the resource.
+func (g *Registry) Remove(gr schema.GroupResource) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.resources, gr)
+	for _, r := range g.resources {
+		if r.Group == gr.Group {
+			return
+		}
+	}
+	for i, name := range g.groupOrder {
+		if name == gr.Group {
+			g.groupOrder = append(g.groupOrder[:i:i], g.groupOrder[i+1:]...)
+			break
+		}
+	}
+}
+
+// Get returns the resource group/plural if it is served in version.
+func (g *Registry) Get(group, version, plural string) (*Resource, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, ok := g.resources[schema.GroupResource{Group: group, Resource: plural}]
+	if !ok || !r.Serves(version) {
+		return nil, false
+	}
+	return r, true
+}
+
+// GroupVersions returns every served group with its versions in discovery
+// order (preferred first).
+func (g *Registry) GroupVersions() []GroupVersions {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []GroupVersions
+	for _, name := range g.groupOrder {
+		gv := GroupVersions{Group: name}
+		seen := map[string]bool{}
+		for _, r := range g.sortedLocked() {
+			if r.Group != name {
+				continue
+			}
+			for _, v := range r.Versions {
+				if !seen[v] {
+					seen[v] = true
+					gv.Versions = append(gv.Versions, v)
+				}
+			}
+		}
+		SortVersions(gv.Versions)
+		out = append(out, gv)
+	}
+	return out
+}
+
+// GroupVersions is one API group with its served versions.
+type GroupVersions struct {
+	Group    string
+	Versions []string
+}
+
+// Resources returns the resources served in group/version, sorted by plural.
+func (g *Registry) Resources(group, version string) []*Resource {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []*Resource
+	for _, r := range g.sortedLocked() {
+		if r.Group == group && r.Serves(version) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// All returns every served resource, sorted by group and plural.
+func (g *Registry) All() []*Resource {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.sortedLocked()
+}
+
+func (g *Registry) sortedLocked() []*Resource {
+	out := make([]*Resource, 0, len(g.resources))
+	for _, r := range g.resources {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Group != out[j].Group {
+			return out[i].Group < out[j].Group
+		}
+		return out[i].Plural < out[j].Plural
+	})
+	return out
+}

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// mediaType is one entry of an Accept header.
+type mediaType struct {
+	Type, SubType string
+	Params        map[string]string
+	Q             float64
+}
+
+func (m mediaType) String() string { return m.Type + "/" + m.SubType }
+
+// parseAccept returns the media types of an Accept header, best first.
+func parseAccept(header string) []mediaType {
+	if strings.TrimSpace(header) == "" {
+		return []mediaType{{Type: "*", SubType: "*", Q: 1}}
+	}
+	var out []mediaType
+	for _, part := range strings.Split(header, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		typ, sub, _ := strings.Cut(mt, "/")
+		m := mediaType{Type: typ, SubType: sub, Params: params, Q: 1}
+		if q, ok := params["q"]; ok {
+			if f, err := strconv.ParseFloat(q, 64); err == nil {
+				m.Q = f
+			}
+			delete(params, "q")
+		}
+		out = append(out, m)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Q > out[j].Q })
+	return out
+}
+
+// output is the negotiated shape of a response.
+type output struct {
+	yaml bool
+	// as is "Table", "PartialObjectMetadata", "PartialObjectMetadataList",
+	// "APIGroupDiscoveryList" or "" for the object itself.
+	as      string
+	version string // of the meta.k8s.io or apidiscovery.k8s.io type
+}
+
+// negotiate picks the response form from the Accept header. allowAs lists
+// the "as" transformations the endpoint offers. It fails with 406 when no
+// acceptable form exists.
+func negotiate(r *http.Request, allowAs ...string) (output, error) {
+	for _, m := range parseAccept(r.Header.Get("Accept")) {
+		isJSON := (m.Type == "application" && m.SubType == "json")
+		isYAML := (m.Type == "application" && m.SubType == "yaml")
+		wild := (m.Type == "*" && m.SubType == "*") || (m.Type == "application" && m.SubType == "*")
+		if !isJSON && !isYAML && !wild {
+			continue
+		}
+		if as := m.Params["as"]; as != "" {
+			if isYAML || !allowed(as, allowAs) {
+				continue
+			}
+			g, v := m.Params["g"], m.Params["v"]
+			switch as {
+			case "APIGroupDiscoveryList":
+				if g != "apidiscovery.k8s.io" || (v != "v2" && v != "v2beta1") {
+					continue
+				}
+			default:
+				if g != "meta.k8s.io" || (v != "v1" && v != "v1beta1") {
+					continue
+				}
+			}
+			return output{as: as, version: v}, nil
+		}
+		return output{yaml: isYAML}, nil
+	}
+	return output{}, notAcceptable()
+}
+
+func allowed(as string, list []string) bool {
+	for _, a := range list {
+		if a == as {
+			return true
+		}
+	}
+	return false
+}
+
+// pretty tells whether to indent JSON: ?pretty=true, or a human client as
+// kube-apiserver guesses one from the User-Agent.
+func pretty(r *http.Request) bool {
+	if p := r.URL.Query().Get("pretty"); p != "" {
+		b, _ := strconv.ParseBool(p)
+		return b
+	}
+	ua := r.UserAgent()
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/")
+}
+
+// writeObject writes obj with code in the negotiated encoding.
+func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, obj any) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	contentType := "application/json"
+	switch {
+	case out.yaml:
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		contentType = "application/yaml"
+	case out.as == "APIGroupDiscoveryList":
+		contentType = "application/json;g=apidiscovery.k8s.io;v=" + out.version + ";as=APIGroupDiscoveryList"
+	default:
+		if pretty(r) {
+			var buf bytes.Buffer
+			if json.Indent(&buf, data, "", "  ") == nil {
+				data = buf.Bytes()
+			}
+		}
+		data = append(data, '\n')
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(code)
+	w.Write(data)
+}
+
+// writeError writes err as a metav1.Status.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := toStatus(err)
+	writeObject(w, r, output{}, int(status.Code), status)
+}
+
+func toStatus(err error) *metav1.Status {
+	var status metav1.Status
+	if se, ok := err.(apierrors.APIStatus); ok {
+		status = se.Status()
+	} else {
+		status = apierrors.NewInternalError(err).ErrStatus
+	}
+	status.Kind = "Status"
+	status.APIVersion = "v1"
+	if status.Status == "" {
+		status.Status = metav1.StatusFailure
+	}
+	if status.Code == 0 {
+		status.Code = http.StatusInternalServerError
+	}
+	return &status
+}
+
+// addWarning adds an RFC 7234 Warning header as kube-apiserver sends them.
+func addWarning(w http.ResponseWriter, text string) {
+	w.Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(text)))
+}
+
+// notAcceptable is the 406 clients fall back from.
+func notAcceptable() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: "only the following media types are accepted: application/json, application/yaml",
+	}}
+}

@@ -1,0 +1,230 @@
+// Package server is kapi's HTTP front: routing, content negotiation,
+// discovery, the generic verb handlers over the registry of served
+// resources, and the controllers that finish deletions.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// KubernetesVersion is the Kubernetes release whose API kapi serves.
+const KubernetesVersion = "v1.33.0"
+
+// maxBodyBytes is kube-apiserver's limit on a request body (3 MiB).
+const maxBodyBytes = 3 * 1024 * 1024
+
+// Server serves the Kubernetes API from a Store.
+type Server struct {
+	store *storage.Store
+	reg   *registry.Registry
+	log   *slog.Logger
+
+	finalizer *finalizer
+}
+
+// New returns a Server over store serving the resources of reg.
+func New(store *storage.Store, reg *registry.Registry, log *slog.Logger) *Server {
+	s := &Server{store: store, reg: reg, log: log}
+	s.finalizer = newFinalizer(s)
+	return s
+}
+
+// Start runs the controllers until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	return s.finalizer.start(ctx)
+}
+
+// Handler returns the HTTP handler of the API.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Get("/version", s.serveVersion)
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		r.Get(p, s.serveHealth)
+		r.Get(p+"/{check}", s.serveHealth)
+	}
+	r.Get("/api", s.serveAPIVersions)
+	r.Get("/api/", s.serveAPIVersions)
+	r.Get("/apis", s.serveAPIGroups)
+	r.Get("/apis/", s.serveAPIGroups)
+	r.Get("/openapi/v3", s.serveOpenAPIV3Root)
+	r.Get("/openapi/v3/*", s.serveOpenAPIV3)
+	r.Get("/openapi/v2", s.serveOpenAPIV2)
+	r.HandleFunc("/api/*", s.serveAPIPath)
+	r.HandleFunc("/apis/*", s.serveAPIPath)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, notFoundPath(r)) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, methodNotAllowed(r)) })
+	return r
+}
+
+func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+	writeObject(w, r, output{}, http.StatusOK, versionInfo())
+}
+
+// serveAPIPath routes /api/... and /apis/... to discovery or a resource.
+func (s *Server) serveAPIPath(w http.ResponseWriter, r *http.Request) {
+	path := strings.Trim(r.URL.Path, "/")
+	parts := strings.Split(path, "/")
+	var group, version string
+	var rest []string
+	if parts[0] == "api" {
+		version, rest = parts[1], parts[2:]
+		if version != "v1" {
+			writeError(w, r, notFoundPath(r))
+			return
+		}
+	} else {
+		group = parts[1]
+		if len(parts) == 2 {
+			if r.Method != http.MethodGet {
+				writeError(w, r, methodNotAllowed(r))
+				return
+			}
+			s.serveAPIGroup(w, r, group)
+			return
+		}
+		version, rest = parts[2], parts[3:]
+	}
+	if len(rest) == 0 {
+		if r.Method != http.MethodGet {
+			writeError(w, r, methodNotAllowed(r))
+			return
+		}
+		s.serveAPIResources(w, r, group, version)
+		return
+	}
+	req, err := s.parseResourcePath(group, version, rest)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s.serveResource(w, r, req)
+}
+
+// resourceRequest is a request for a served resource, parsed from its path.
+type resourceRequest struct {
+	res         *registry.Resource
+	version     string
+	namespace   string
+	name        string
+	subresource string
+	// watchPath is true for the deprecated /watch/ paths.
+	watchPath bool
+}
+
+// parseResourcePath parses [watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]].
+func (s *Server) parseResourcePath(group, version string, parts []string) (*resourceRequest, error) {
+	req := &resourceRequest{version: version}
+	if parts[0] == "watch" {
+		req.watchPath = true
+		parts = parts[1:]
+	}
+	// namespaces/<ns>/<plural>/... addresses a namespaced resource, but
+	// namespaces/<name>[/status|/finalize] is the namespace itself.
+	if len(parts) >= 3 && parts[0] == "namespaces" && parts[2] != "status" && parts[2] != "finalize" {
+		req.namespace = parts[1]
+		parts = parts[2:]
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, apierrors.NewNotFound(schema.GroupResource{}, "")
+		}
+	}
+	if len(parts) > 3 {
+		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+	}
+	res, ok := s.reg.Get(group, version, parts[0])
+	if !ok {
+		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+	}
+	req.res = res
+	if req.namespace != "" && !res.Namespaced {
+		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+	}
+	if len(parts) > 1 {
+		req.name = parts[1]
+	}
+	if len(parts) > 2 {
+		req.subresource = parts[2]
+		if req.subresource != "status" || !res.Status || req.watchPath {
+			return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+		}
+	}
+	return req, nil
+}
+
+func methodNotAllowed(r *http.Request) error {
+	return apierrors.NewMethodNotSupported(schema.GroupResource{}, r.Method)
+}
+
+// serveResource dispatches a resource request to its verb.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	q := r.URL.Query()
+	isWatch := req.watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
+	switch {
+	case r.Method == http.MethodGet && isWatch:
+		s.watch(w, r, req)
+	case r.Method == http.MethodGet && req.name != "":
+		s.get(w, r, req)
+	case r.Method == http.MethodGet:
+		s.list(w, r, req)
+	case req.watchPath:
+		writeError(w, r, methodNotAllowed(r))
+	case r.Method == http.MethodPost && req.name == "":
+		s.create(w, r, req)
+	case r.Method == http.MethodPut && req.name != "":
+		s.update(w, r, req)
+	case r.Method == http.MethodPatch && req.name != "":
+		s.patch(w, r, req)
+	case r.Method == http.MethodDelete && req.name != "" && req.subresource == "":
+		s.delete(w, r, req)
+	case r.Method == http.MethodDelete && req.name == "":
+		s.deleteCollection(w, r, req)
+	default:
+		writeError(w, r, apierrors.NewMethodNotSupported(req.res.GroupResource(), verbOf(r.Method)))
+	}
+}
+
+func verbOf(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return strings.ToLower(method)
+}
+
+var _ = metav1.Status{}
+
+// Bootstrap creates the namespaces a new cluster has.
+func (s *Server) Bootstrap(ctx context.Context) error {
+	res, _ := s.reg.Get("", "v1", "namespaces")
+	for _, name := range builtin.InitialNamespaces {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("v1")
+		obj.SetKind("Namespace")
+		obj.SetName(name)
+		_, err := s.createObject(ctx, &resourceRequest{res: res, version: "v1"}, obj, false)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}

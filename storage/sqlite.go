@@ -1,0 +1,318 @@
+package storage
+
+// All SQL that is specific to SQLite lives in this file.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/kapi-dev/kapi/migrations"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+type sqliteDB struct {
+	writer *sql.DB // one connection: the single writer
+	reader *sql.DB // a pool of read-only connections (same as writer in memory)
+}
+
+func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
+	sync := "NORMAL"
+	if opts.Durable {
+		sync = "FULL"
+	}
+	if opts.InMemory {
+		// One connection holds the in-memory database, so reads and
+		// writes share it (they are short, never nested).
+		db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)")
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		s := &sqliteDB{writer: db, reader: db}
+		if _, err := migrations.Apply(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return s, nil
+	}
+	if opts.Path == "" {
+		return nil, errors.New("storage: no database path")
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_txlock", "immediate")
+	w, err := sql.Open("sqlite", "file:"+opts.Path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if _, err := migrations.Apply(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	rq := url.Values{}
+	rq.Add("_pragma", "busy_timeout(10000)")
+	rq.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+opts.Path+"?"+rq.Encode())
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	return &sqliteDB{writer: w, reader: r}, nil
+}
+
+func (d *sqliteDB) close() error {
+	var err error
+	if d.reader != d.writer {
+		err = d.reader.Close()
+	}
+	if d.writer != nil {
+		// A TRUNCATE checkpoint folds the WAL back into the main file so
+		// a clean shutdown leaves a single database file.
+		d.writer.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+		if e := d.writer.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (d *sqliteDB) currentRev(ctx context.Context, q querier) (int64, error) {
+	var rev sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'changelog'`).Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read current revision: %w", err)
+	}
+	return rev.Int64, nil
+}
+
+func (d *sqliteDB) compactedRev(ctx context.Context) (int64, error) {
+	var rev int64
+	err := d.reader.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'compacted_rev'`).Scan(&rev)
+	return rev, err
+}
+
+func (d *sqliteDB) get(ctx context.Context, key Key) (*Object, error) {
+	var o Object
+	o.Key = key
+	err := d.reader.QueryRowContext(ctx, `SELECT o.rev, c.data FROM objects o JOIN changelog c ON c.rev = o.rev
+		WHERE o.resource = ? AND o.namespace = ? AND o.name = ?`, key.Resource, key.Namespace, key.Name).Scan(&o.Rev, &o.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) (*ListResult, error) {
+	tx, err := d.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	current, err := d.currentRev(ctx, d.writer)
+	if err != nil {
+		return nil, err
+	}
+	res := &ListResult{Rev: current}
+	history := opts.Rev != 0 && opts.Rev != current
+	if history {
+		if opts.Rev > current {
+			return nil, ErrFutureRev
+		}
+		var compacted int64
+		if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'compacted_rev'`).Scan(&compacted); err != nil {
+			return nil, err
+		}
+		if opts.Rev < compacted {
+			return nil, ErrCompacted
+		}
+		res.Rev = opts.Rev
+	}
+	// build returns the query for the objects after the given key.
+	build := func(afterNs, afterName string) (string, []any) {
+		if !history {
+			q := `SELECT o.namespace, o.name, o.rev, c.data, 0 AS op FROM objects o JOIN changelog c ON c.rev = o.rev WHERE o.resource = ?`
+			args := []any{resource}
+			if opts.Namespace != "" {
+				q += ` AND o.namespace = ?`
+				args = append(args, opts.Namespace)
+			}
+			q += ` AND (o.namespace, o.name) > (?, ?) ORDER BY o.namespace, o.name`
+			return q, append(args, afterNs, afterName)
+		}
+		// The state at Rev: for every key, its newest changelog row at or
+		// before Rev, unless that row is a delete (skipped by the caller).
+		q := `SELECT c.namespace, c.name, c.rev, c.data, c.op FROM changelog c WHERE c.resource = ? AND c.rev <= ?`
+		args := []any{resource, opts.Rev}
+		if opts.Namespace != "" {
+			q += ` AND c.namespace = ?`
+			args = append(args, opts.Namespace)
+		}
+		q += ` AND (c.namespace, c.name) > (?, ?) AND c.rev = (SELECT MAX(c2.rev) FROM changelog c2
+			WHERE c2.resource = c.resource AND c2.namespace = c.namespace AND c2.name = c.name AND c2.rev <= ?)
+			ORDER BY c.namespace, c.name`
+		return q, append(args, afterNs, afterName, opts.Rev)
+	}
+	query, args := build(opts.AfterNamespace, opts.AfterName)
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		o := &Object{Key: Key{Resource: resource}}
+		var op Op
+		if err := rows.Scan(&o.Namespace, &o.Name, &o.Rev, &o.Data, &op); err != nil {
+			return nil, err
+		}
+		if op == OpDeleted {
+			continue
+		}
+		if opts.Limit > 0 && int64(len(res.Items)) == opts.Limit {
+			res.More = true
+			break
+		}
+		if opts.Predicate != nil {
+			ok, err := opts.Predicate(o)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		res.Items = append(res.Items, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if res.More && opts.Predicate == nil {
+		// Count what follows the last item, at the same snapshot.
+		last := res.Items[len(res.Items)-1]
+		cq, cargs := build(last.Namespace, last.Name)
+		var n int64
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+cq+`) WHERE op != 3`, cargs...).Scan(&n); err != nil {
+			return nil, err
+		}
+		res.Remaining = &n
+	}
+	return res, nil
+}
+
+type prevState struct {
+	data    []byte
+	prevRev int64
+}
+
+// commit runs one write in one transaction: check the key's current
+// revision, write the changelog row and point objects at it.
+func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev int64, enc Encoder) (prevState, error) {
+	tx, err := d.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return prevState{}, err
+	}
+	defer tx.Rollback()
+	var cur int64
+	err = tx.QueryRowContext(ctx, `SELECT rev FROM objects WHERE resource = ? AND namespace = ? AND name = ?`,
+		key.Resource, key.Namespace, key.Name).Scan(&cur)
+	exists := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return prevState{}, err
+	}
+	switch op {
+	case OpAdded:
+		if exists {
+			return prevState{}, ErrExists
+		}
+	default:
+		if !exists {
+			return prevState{}, ErrNotFound
+		}
+		if expectedRev >= 0 && cur != expectedRev {
+			return prevState{}, ErrConflict
+		}
+	}
+	data, err := enc(rev)
+	if err != nil {
+		return prevState{}, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO changelog (rev, resource, namespace, name, op, prev_rev, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		rev, key.Resource, key.Namespace, key.Name, int(op), cur, time.Now().UnixMilli(), data); err != nil {
+		return prevState{}, err
+	}
+	switch op {
+	case OpAdded:
+		_, err = tx.ExecContext(ctx, `INSERT INTO objects (resource, namespace, name, rev) VALUES (?, ?, ?, ?)`, key.Resource, key.Namespace, key.Name, rev)
+	case OpModified:
+		_, err = tx.ExecContext(ctx, `UPDATE objects SET rev = ? WHERE resource = ? AND namespace = ? AND name = ?`, rev, key.Resource, key.Namespace, key.Name)
+	case OpDeleted:
+		_, err = tx.ExecContext(ctx, `DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?`, key.Resource, key.Namespace, key.Name)
+	}
+	if err != nil {
+		return prevState{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return prevState{}, err
+	}
+	return prevState{data: data, prevRev: cur}, nil
+}
+
+func (d *sqliteDB) compact(ctx context.Context, rev int64) error {
+	tx, err := d.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var compacted int64
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'compacted_rev'`).Scan(&compacted); err != nil {
+		return err
+	}
+	if rev <= compacted {
+		return nil
+	}
+	// Keep, for every key, its newest row at or before rev (the state at
+	// rev) unless that row is a delete; drop everything older.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM changelog WHERE rev < ?1 AND EXISTS (
+		SELECT 1 FROM changelog c2 WHERE c2.resource = changelog.resource AND c2.namespace = changelog.namespace
+		AND c2.name = changelog.name AND c2.rev > changelog.rev AND c2.rev <= ?1)`, rev); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM changelog WHERE rev <= ? AND op = 3`, rev); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'compacted_rev'`, rev); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (d *sqliteDB) revAt(ctx context.Context, unixMilli int64) (int64, error) {
+	var rev sql.NullInt64
+	err := d.reader.QueryRowContext(ctx, `SELECT MAX(rev) FROM changelog WHERE ts <= ?`, unixMilli).Scan(&rev)
+	return rev.Int64, err
+}

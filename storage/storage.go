@@ -1,0 +1,241 @@
+// Package storage keeps kapi's objects in SQLite: an objects table that
+// points at the current state of every live object, and a changelog table
+// that records every write. The changelog revision is the resourceVersion:
+// one global, strictly increasing integer assigned by the single writer.
+//
+// Objects are opaque JSON to this package; it knows keys, revisions and
+// history, nothing about Kubernetes kinds.
+package storage
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// Key addresses one object. Resource is "<group>/<plural>" (the core group
+// is the empty string, so namespaces are "/namespaces"); Namespace is empty
+// for cluster-scoped objects.
+type Key struct {
+	Resource  string
+	Namespace string
+	Name      string
+}
+
+// Op is the kind of change a changelog row records.
+type Op int
+
+const (
+	OpAdded    Op = 1
+	OpModified Op = 2
+	OpDeleted  Op = 3
+)
+
+// Object is one stored state of an object.
+type Object struct {
+	Key
+	Rev  int64
+	Data []byte
+}
+
+// Event is one committed write, as the changelog records it.
+type Event struct {
+	Op     Op
+	Object Object
+	// PrevRev is the revision of the key's previous state (0 if none).
+	PrevRev int64
+}
+
+// Errors returned by the Store. Callers map them to API status errors.
+var (
+	ErrNotFound  = errors.New("storage: object not found")
+	ErrExists    = errors.New("storage: object already exists")
+	ErrConflict  = errors.New("storage: object was modified")
+	ErrCompacted = errors.New("storage: revision has been compacted")
+	ErrFutureRev = errors.New("storage: revision is newer than the store")
+	ErrClosed    = errors.New("storage: store is closed")
+)
+
+// Encoder renders an object's JSON once its revision is known, so that the
+// stored bytes carry their own resourceVersion.
+type Encoder func(rev int64) ([]byte, error)
+
+// ListOptions selects a page of objects of one resource.
+type ListOptions struct {
+	// Namespace limits the list to one namespace; empty means all.
+	Namespace string
+	// Rev lists the state as of this revision (a consistent snapshot);
+	// 0 means the current state.
+	Rev int64
+	// AfterNamespace/AfterName continue a list after this key.
+	AfterNamespace, AfterName string
+	// Limit is the most items to return; 0 means no limit.
+	Limit int64
+	// Predicate keeps an object when it returns true; nil keeps all.
+	Predicate func(*Object) (bool, error)
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	Items []*Object
+	// Rev is the revision the list was read at.
+	Rev int64
+	// More is true when objects after the last item may exist.
+	More bool
+	// Remaining counts the objects after this page; only set when
+	// there is no predicate and More is true.
+	Remaining *int64
+}
+
+// Store is kapi's object store.
+type Store struct {
+	db *sqliteDB // set by Open, never reassigned (readers use it unlocked)
+
+	// closed is set by Close; every operation checks it first, so calls
+	// after Close fail with ErrClosed instead of using a closed database.
+	closed atomic.Bool
+
+	// writeMu makes the store a single writer: revision assignment,
+	// commit and event delivery happen in one order.
+	writeMu sync.Mutex
+	rev     int64 // last committed revision, guarded by writeMu
+
+	subsMu sync.RWMutex
+	subs   []func(Event)
+}
+
+// Options configure Open.
+type Options struct {
+	// Path of the SQLite database file. Ignored when InMemory.
+	Path string
+	// InMemory keeps the database in memory only (a throwaway store).
+	InMemory bool
+	// Durable makes every commit survive a power loss (synchronous=FULL);
+	// otherwise a commit survives a process kill (synchronous=NORMAL).
+	Durable bool
+}
+
+// Open opens (creating if needed) the store and applies migrations.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	db, err := openSQLite(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := db.currentRev(ctx, db.writer)
+	if err != nil {
+		db.close()
+		return nil, err
+	}
+	return &Store{db: db, rev: rev}, nil
+}
+
+// Close closes the database. Calls after Close fail with ErrClosed.
+func (s *Store) Close() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.db.close()
+}
+
+// Subscribe registers fn to be called, in revision order, with every
+// committed write. fn runs while the writer lock is held: it must not block
+// and must not write to the store.
+func (s *Store) Subscribe(fn func(Event)) {
+	s.subsMu.Lock()
+	s.subs = append(s.subs, fn)
+	s.subsMu.Unlock()
+}
+
+func (s *Store) publish(ev Event) {
+	s.subsMu.RLock()
+	defer s.subsMu.RUnlock()
+	for _, fn := range s.subs {
+		fn(ev)
+	}
+}
+
+// CurrentRev returns the last committed revision.
+func (s *Store) CurrentRev() int64 {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.rev
+}
+
+// CompactedRev returns the revision below which history is gone.
+func (s *Store) CompactedRev(ctx context.Context) (int64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	return s.db.compactedRev(ctx)
+}
+
+// Get returns the current state of key.
+func (s *Store) Get(ctx context.Context, key Key) (*Object, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.db.get(ctx, key)
+}
+
+// List returns a page of objects of resource.
+func (s *Store) List(ctx context.Context, resource string, opts ListOptions) (*ListResult, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.db.list(ctx, resource, opts)
+}
+
+// Create stores a new object. ErrExists if key is live.
+func (s *Store) Create(ctx context.Context, key Key, enc Encoder) (*Object, error) {
+	return s.write(ctx, key, OpAdded, -1, enc)
+}
+
+// Update replaces the object at key if its current revision is
+// expectedRev; otherwise ErrConflict (ErrNotFound if it is gone).
+func (s *Store) Update(ctx context.Context, key Key, expectedRev int64, enc Encoder) (*Object, error) {
+	return s.write(ctx, key, OpModified, expectedRev, enc)
+}
+
+// Delete removes the object at key if its current revision is expectedRev.
+// enc renders the object's final state, recorded in the changelog.
+func (s *Store) Delete(ctx context.Context, key Key, expectedRev int64, enc Encoder) (*Object, error) {
+	return s.write(ctx, key, OpDeleted, expectedRev, enc)
+}
+
+func (s *Store) write(ctx context.Context, key Key, op Op, expectedRev int64, enc Encoder) (*Object, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	rev := s.rev + 1
+	prev, err := s.db.commit(ctx, key, op, expectedRev, rev, enc)
+	if err != nil {
+		return nil, err
+	}
+	s.rev = rev
+	obj := Object{Key: key, Rev: rev, Data: prev.data}
+	s.publish(Event{Op: op, Object: obj, PrevRev: prev.prevRev})
+	return &obj, nil
+}
+
+// Compact removes history older than rev: afterwards the state as of any
+// revision >= rev can still be listed, older ones answer ErrCompacted.
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.db.compact(ctx, rev)
+}
+
+// RevAt returns the newest revision committed at or before unixMilli (0 if
+// none), for compaction by age.
+func (s *Store) RevAt(ctx context.Context, unixMilli int64) (int64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	return s.db.revAt(ctx, unixMilli)
+}
