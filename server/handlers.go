@@ -376,7 +376,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, err := readBody(r, "application/json", "application/yaml")
+	body, _, err := readBody(r, bodyTypes(req.res)...)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -463,7 +463,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, err := readBody(r, "application/json", "application/yaml")
+	body, _, err := readBody(r, bodyTypes(req.res)...)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -617,7 +617,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	if r.ContentLength != 0 {
-		body, _, err := readBody(r, "application/json", "application/yaml")
+		body, _, err := readBody(r, "application/json", "application/yaml", protobufMediaType)
 		if err != nil {
 			return nil, err
 		}

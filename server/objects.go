@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kapi-dev/kapi/server/builtin"
 	"io"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"mime"
 	"net/http"
 	"strconv"
@@ -47,6 +50,15 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	if len(data) > maxBodyBytes {
 		return nil, "", apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
 	}
+	if mt == protobufMediaType {
+		obj, _, err := protobufCodec.Decode(data, nil, nil)
+		if err != nil {
+			return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
+		}
+		if data, err = json.Marshal(obj); err != nil {
+			return nil, "", apierrors.NewInternalError(err)
+		}
+	}
 	if mt == "application/yaml" || mt == "application/apply-patch+yaml" {
 		js, err := yaml.YAMLToJSON(data)
 		if err != nil {
@@ -55,6 +67,20 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 		data = js
 	}
 	return data, mt, nil
+}
+
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// protobufCodec decodes the protobuf bodies that client-go's typed clients
+// send for built-in kinds.
+var protobufCodec = protobuf.NewSerializer(builtin.Scheme, builtin.Scheme)
+
+// bodyTypes are the media types a create or update of res accepts.
+func bodyTypes(res *registry.Resource) []string {
+	if res.GoType != nil {
+		return []string{"application/json", "application/yaml", protobufMediaType}
+	}
+	return []string{"application/json", "application/yaml"}
 }
 
 func unsupportedMediaType(ct string, allowed []string) error {
@@ -109,7 +135,8 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 // decodeStored turns stored JSON back into an object.
 func decodeStored(o *storage.Object) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(o.Data, &u.Object); err != nil {
+	// utiljson keeps integers as int64, as unstructured accessors expect.
+	if err := utiljson.Unmarshal(o.Data, &u.Object); err != nil {
 		return nil, fmt.Errorf("stored object %s/%s/%s is corrupt: %w", o.Resource, o.Namespace, o.Name, err)
 	}
 	return u, nil

@@ -98,11 +98,3 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	}
 	s.respondObject(w, r, req, http.StatusOK, updated)
 }
-
-// watch is served by the watch issue; until then it answers 405 so that
-// clients get a clear Status.
-func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	e := apierrors.NewMethodNotSupported(req.res.GroupResource(), "watch")
-	e.ErrStatus.Message = "watch is not served by this kapi yet"
-	writeError(w, r, e)
-}

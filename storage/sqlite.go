@@ -225,8 +225,9 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 }
 
 type prevState struct {
-	data    []byte
-	prevRev int64
+	data     []byte
+	prevRev  int64
+	prevData []byte
 }
 
 // commit runs one write in one transaction: check the key's current
@@ -237,9 +238,13 @@ func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev 
 		return prevState{}, err
 	}
 	defer tx.Rollback()
-	var cur int64
-	err = tx.QueryRowContext(ctx, `SELECT rev FROM objects WHERE resource = ? AND namespace = ? AND name = ?`,
-		key.Resource, key.Namespace, key.Name).Scan(&cur)
+	var (
+		cur     int64
+		curData []byte
+	)
+	err = tx.QueryRowContext(ctx, `SELECT o.rev, c.data FROM objects o JOIN changelog c ON c.rev = o.rev
+		WHERE o.resource = ? AND o.namespace = ? AND o.name = ?`,
+		key.Resource, key.Namespace, key.Name).Scan(&cur, &curData)
 	exists := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return prevState{}, err
@@ -279,7 +284,7 @@ func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev 
 	if err := tx.Commit(); err != nil {
 		return prevState{}, err
 	}
-	return prevState{data: data, prevRev: cur}, nil
+	return prevState{data: data, prevRev: cur, prevData: curData}, nil
 }
 
 func (d *sqliteDB) compact(ctx context.Context, rev int64) error {
@@ -315,4 +320,41 @@ func (d *sqliteDB) revAt(ctx context.Context, unixMilli int64) (int64, error) {
 	var rev sql.NullInt64
 	err := d.reader.QueryRowContext(ctx, `SELECT MAX(rev) FROM changelog WHERE ts <= ?`, unixMilli).Scan(&rev)
 	return rev.Int64, err
+}
+
+func (d *sqliteDB) changes(ctx context.Context, resource string, rev int64, limit int) ([]Event, error) {
+	tx, err := d.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var compacted int64
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'compacted_rev'`).Scan(&compacted); err != nil {
+		return nil, err
+	}
+	if rev < compacted {
+		return nil, ErrCompacted
+	}
+	q := `SELECT c.rev, c.namespace, c.name, c.op, c.prev_rev, c.data, p.data FROM changelog c
+		LEFT JOIN changelog p ON p.rev = c.prev_rev
+		WHERE c.resource = ? AND c.rev > ? ORDER BY c.rev`
+	args := []any{resource, rev}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		ev := Event{Object: Object{Key: Key{Resource: resource}}}
+		if err := rows.Scan(&ev.Object.Rev, &ev.Object.Namespace, &ev.Object.Name, &ev.Op, &ev.PrevRev, &ev.Object.Data, &ev.PrevData); err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
 }

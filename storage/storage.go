@@ -45,6 +45,8 @@ type Event struct {
 	Object Object
 	// PrevRev is the revision of the key's previous state (0 if none).
 	PrevRev int64
+	// PrevData is the key's previous state (nil if none, or compacted).
+	PrevData []byte
 }
 
 // Errors returned by the Store. Callers map them to API status errors.
@@ -102,7 +104,8 @@ type Store struct {
 	rev     int64 // last committed revision, guarded by writeMu
 
 	subsMu sync.RWMutex
-	subs   []func(Event)
+	subs   map[int]func(Event)
+	nextID int
 }
 
 // Options configure Open.
@@ -141,12 +144,36 @@ func (s *Store) Close() error {
 }
 
 // Subscribe registers fn to be called, in revision order, with every
-// committed write. fn runs while the writer lock is held: it must not block
-// and must not write to the store.
-func (s *Store) Subscribe(fn func(Event)) {
+// committed write, until the returned cancel is called. fn runs while the
+// writer lock is held: it must not block and must not write to the store.
+func (s *Store) Subscribe(fn func(Event)) (cancel func()) {
 	s.subsMu.Lock()
-	s.subs = append(s.subs, fn)
-	s.subsMu.Unlock()
+	defer s.subsMu.Unlock()
+	if s.subs == nil {
+		s.subs = map[int]func(Event){}
+	}
+	id := s.nextID
+	s.nextID++
+	s.subs[id] = fn
+	return func() {
+		s.subsMu.Lock()
+		delete(s.subs, id)
+		s.subsMu.Unlock()
+	}
+}
+
+// SubscribeAt is Subscribe that also returns the last revision committed
+// before fn was registered: fn sees every write after it.
+func (s *Store) SubscribeAt(fn func(Event)) (rev int64, cancel func()) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.rev, s.Subscribe(fn)
+}
+
+// Changes returns, in revision order, the writes to resource after rev
+// (at most limit, 0 for all). ErrCompacted if history after rev is gone.
+func (s *Store) Changes(ctx context.Context, resource string, rev int64, limit int) ([]Event, error) {
+	return s.db.changes(ctx, resource, rev, limit)
 }
 
 func (s *Store) publish(ev Event) {
@@ -218,7 +245,7 @@ func (s *Store) write(ctx context.Context, key Key, op Op, expectedRev int64, en
 	}
 	s.rev = rev
 	obj := Object{Key: key, Rev: rev, Data: prev.data}
-	s.publish(Event{Op: op, Object: obj, PrevRev: prev.prevRev})
+	s.publish(Event{Op: op, Object: obj, PrevRev: prev.prevRev, PrevData: prev.prevData})
 	return &obj, nil
 }
 
