@@ -106,6 +106,7 @@ func run() error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining in-flight requests")
+	srv.BeginShutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -756,15 +756,29 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		writeError(w, r, err)
 		return
 	}
+	// Like kube-apiserver, answer with the list of what was deleted (or
+	// marked for deletion).
+	deleted := make([]interface{}, 0, len(items))
 	for _, obj := range items {
-		if _, _, err := s.deleteObject(r.Context(), req.res, obj.GetNamespace(), obj.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+		out, _, err := s.deleteObject(r.Context(), req.res, obj.GetNamespace(), obj.GetName(), opts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
 			writeError(w, r, err)
 			return
 		}
+		if err := req.res.Strategy.Convert(out, req.version); err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		deleted = append(deleted, out.Object)
 	}
-	writeObject(w, r, output{}, http.StatusOK, &metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusSuccess,
+	writeObject(w, r, output{}, http.StatusOK, map[string]interface{}{
+		"apiVersion": schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(),
+		"kind":       req.res.ListKind,
+		"metadata":   metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.store.CurrentRev(), 10)},
+		"items":      deleted,
 	})
 }
 

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,11 +35,15 @@ type Server struct {
 	log   *slog.Logger
 
 	finalizer *finalizer
+	// stopping is closed when the server begins to shut down; long-running
+	// requests (watches) end then.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 }
 
 // New returns a Server over store serving the resources of reg.
 func New(store *storage.Store, reg *registry.Registry, log *slog.Logger) *Server {
-	s := &Server{store: store, reg: reg, log: log}
+	s := &Server{store: store, reg: reg, log: log, stopping: make(chan struct{})}
 	s.finalizer = newFinalizer(s)
 	return s
 }
@@ -47,9 +53,16 @@ func (s *Server) Start(ctx context.Context) error {
 	return s.finalizer.start(ctx)
 }
 
+// BeginShutdown ends the long-running requests (watches), so that an
+// http.Server.Shutdown that follows only waits for short ones.
+func (s *Server) BeginShutdown() {
+	s.stoppingOnce.Do(func() { close(s.stopping) })
+}
+
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
+	r.Use(s.logRequests)
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r.Get(p, s.serveHealth)
@@ -173,6 +186,12 @@ func methodNotAllowed(r *http.Request) error {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	q := r.URL.Query()
 	isWatch := req.watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
+	if req.res.Namespaced && req.namespace == "" && (r.Method != http.MethodGet || req.name != "") {
+		// A namespaced resource is only listed and watched across
+		// namespaces; everything else needs a namespace in the path.
+		writeError(w, r, notFoundPath(r))
+		return
+	}
 	switch {
 	case r.Method == http.MethodGet && isWatch:
 		s.watch(w, r, req)
@@ -227,4 +246,33 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// logRequests logs one debug line per request: verb, path, code, latency
+// and user agent (never bodies).
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "code", rec.code,
+			"latency", time.Since(start), "userAgent", r.UserAgent())
+	})
 }

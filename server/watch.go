@@ -119,6 +119,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.stopping:
+			return
 		case <-overflow:
 			// Too slow: close the stream; the client re-watches from the
 			// last resourceVersion it saw.

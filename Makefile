@@ -1,0 +1,30 @@
+# kapi — the two commands a fresh machine with Go needs: `make run`, `make test`.
+GO ?= go
+BIN ?= bin/kapi
+
+.PHONY: build run test lint unit e2e
+
+build:
+	$(GO) build -o $(BIN) .
+
+# Serve on 127.0.0.1:6443 with the data in ./kapi-data; the kubeconfig is
+# written to ./kapi-data/kubeconfig.
+run: build
+	./$(BIN) $(ARGS)
+
+# Every test: lint, unit tests (race detector on), then the end-to-end
+# tests against the real binary with client-go and kubectl.
+test: lint
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -count=1 -timeout 15m ./e2e/
+
+unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+e2e:
+	$(GO) test -count=1 -timeout 15m ./e2e/
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
