@@ -133,7 +133,7 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 		return nil, err
 	}
 	defer tx.Rollback()
-	current, err := d.currentRev(ctx, d.writer)
+	current, err := d.currentRev(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
