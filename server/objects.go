@@ -99,7 +99,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	if !json.Valid(body) {
 		var syntax json.RawMessage
 		err := json.Unmarshal(body, &syntax)
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", req.res.Kind, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v", req.res.Kind, err))
 	}
 	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
 	if err != nil {
@@ -111,8 +111,11 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		obj.SetAPIVersion(gv)
 		obj.SetKind(req.res.Kind)
 	}
-	if obj.GetAPIVersion() != gv || obj.GetKind() != req.res.Kind {
+	if obj.GetAPIVersion() != gv {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), gv))
+	}
+	if obj.GetKind() != req.res.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): kind %q does not match the kind of the endpoint", req.res.Kind, obj.GetKind()))
 	}
 	if len(strictErrs) > 0 {
 		switch fieldValidation {
