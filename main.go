@@ -36,6 +36,9 @@ func run() error {
 	durable := flag.Bool("durable", true, "make every acknowledged write survive a power loss (fsync on commit); false still survives a process kill")
 	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	verbosity := flag.Int("v", 0, "log verbosity: 0 info, 1 and more debug")
+	compactionInterval := flag.Duration("compaction-interval", 5*time.Minute, "how often old changelog history is compacted")
+	historyAge := flag.Duration("history-retention", 10*time.Minute, "keep changelog history at least this long (watch and continue resume window)")
+	historyRevisions := flag.Int64("history-revisions", 10000, "keep at least this many of the newest revisions")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -75,6 +78,7 @@ func run() error {
 	if err := srv.Start(ctrlCtx); err != nil {
 		return err
 	}
+	go store.RunCompaction(ctrlCtx, storage.Retention{Age: *historyAge, Revisions: *historyRevisions}, *compactionInterval, log)
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

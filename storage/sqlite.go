@@ -318,7 +318,12 @@ func (d *sqliteDB) compact(ctx context.Context, rev int64) error {
 
 func (d *sqliteDB) revAt(ctx context.Context, unixMilli int64) (int64, error) {
 	var rev sql.NullInt64
-	err := d.reader.QueryRowContext(ctx, `SELECT MAX(rev) FROM changelog WHERE ts <= ?`, unixMilli).Scan(&rev)
+	// Walking back from the newest row reads only the rows newer than the
+	// cut-off; ts grows with rev.
+	err := d.reader.QueryRowContext(ctx, `SELECT rev FROM changelog WHERE ts <= ? ORDER BY rev DESC LIMIT 1`, unixMilli).Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	return rev.Int64, err
 }
 
