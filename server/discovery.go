@@ -105,6 +105,14 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 			Categories:         res.Categories,
 			StorageVersionHash: discovery.StorageVersionHash(group, res.StorageVersion, res.Kind),
 		})
+		if res.Finalize {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name:       res.Plural + "/finalize",
+				Namespaced: res.Namespaced,
+				Kind:       res.Kind,
+				Verbs:      []string{"update"},
+			})
+		}
 		if res.Status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{
 				Name:       res.Plural + "/status",
@@ -145,6 +153,11 @@ func (s *Server) aggregatedDiscovery(version string, legacy bool) *apidiscoveryv
 					Verbs:            res.Verbs(),
 					ShortNames:       res.ShortNames,
 					Categories:       res.Categories,
+				}
+				if res.Finalize {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+						Subresource: "finalize", ResponseKind: kind, Verbs: []string{"update"},
+					})
 				}
 				if res.Status {
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{

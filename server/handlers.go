@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -148,7 +150,12 @@ func newSelection(res *registry.Resource, opts *metainternalversion.ListOptions)
 	probe := sel.fieldSet(&unstructured.Unstructured{Object: map[string]interface{}{}})
 	for _, req := range sel.fields.Requirements() {
 		if _, ok := probe[req.Field]; !ok {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			known := make([]string, 0, len(probe))
+			for k := range probe {
+				known = append(known, strconv.Quote(k))
+			}
+			sort.Strings(known)
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %s", req.Field, strings.Join(known, ", ")))
 		}
 	}
 	return sel, nil
@@ -156,7 +163,9 @@ func newSelection(res *registry.Resource, opts *metainternalversion.ListOptions)
 
 func (sel *selection) fieldSet(obj *unstructured.Unstructured) fields.Set {
 	set := fields.Set{"metadata.name": obj.GetName()}
-	if sel.res.Namespaced {
+	// Cluster-scoped objects have an empty metadata.namespace, which a
+	// selector may name; namespaces themselves do not offer it.
+	if sel.res.Namespaced || sel.res.Kind != "Namespace" || sel.res.Group != "" {
 		set["metadata.namespace"] = obj.GetNamespace()
 	}
 	if sel.res.FieldLabels != nil {
@@ -521,6 +530,9 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if clientRV != "" && clientRV != old.GetResourceVersion() {
 			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
 		}
+		if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
+			return nil, apierrors.NewConflict(res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
+		}
 		// Fields only the server sets.
 		obj.SetUID(old.GetUID())
 		obj.SetCreationTimestamp(old.GetCreationTimestamp())
@@ -529,7 +541,19 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		obj.SetGeneration(old.GetGeneration())
 		obj.SetSelfLink("")
 		obj.SetResourceVersion(old.GetResourceVersion())
-		if req.subresource == "status" {
+		if req.subresource == "finalize" {
+			// Only spec.finalizers change through /finalize.
+			fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
+			obj = old.DeepCopy()
+			if len(fins) == 0 {
+				unstructured.RemoveNestedField(obj.Object, "spec", "finalizers")
+			} else {
+				_ = unstructured.SetNestedStringSlice(obj.Object, fins, "spec", "finalizers")
+			}
+			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
+				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
+			}
+		} else if req.subresource == "status" {
 			st := res.Strategy.(registry.StatusStrategy)
 			st.PrepareForStatusUpdate(ctx, obj, old)
 			if errs := st.ValidateStatusUpdate(ctx, obj, old); len(errs) > 0 {
@@ -701,6 +725,11 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 			obj.SetDeletionTimestamp(&now)
 			zero := int64(0)
 			obj.SetDeletionGracePeriodSeconds(&zero)
+			// As kube-apiserver: marking for deletion is a change of the
+			// object's intent, so its generation moves.
+			if g := obj.GetGeneration(); g > 0 {
+				obj.SetGeneration(g + 1)
+			}
 		}
 		if dryRun {
 			return obj, false, nil

@@ -171,7 +171,8 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 	}
 	if len(parts) > 2 {
 		req.subresource = parts[2]
-		if req.subresource != "status" || !res.Status || req.watchPath {
+		known := (req.subresource == "status" && res.Status) || (req.subresource == "finalize" && res.Finalize)
+		if !known || req.watchPath {
 			return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
 		}
 	}
@@ -186,6 +187,10 @@ func methodNotAllowed(r *http.Request) error {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	q := r.URL.Query()
 	isWatch := req.watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
+	if req.subresource == "finalize" && r.Method != http.MethodPut {
+		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: req.res.Plural + "/finalize"}, verbOf(r.Method)))
+		return
+	}
 	if req.res.Namespaced && req.namespace == "" && (r.Method != http.MethodGet || req.name != "") {
 		// A namespaced resource is only listed and watched across
 		// namespaces; everything else needs a namespace in the path.
@@ -209,7 +214,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		s.patch(w, r, req)
 	case r.Method == http.MethodDelete && req.name != "" && req.subresource == "":
 		s.delete(w, r, req)
-	case r.Method == http.MethodDelete && req.name == "":
+	case r.Method == http.MethodDelete && req.name == "" && !req.res.NoDeleteCollection:
 		s.deleteCollection(w, r, req)
 	default:
 		writeError(w, r, apierrors.NewMethodNotSupported(req.res.GroupResource(), verbOf(r.Method)))

@@ -34,7 +34,6 @@ func mutatingWebhookConfigurationResource() *registry.Resource {
 	s := &typed[T]{
 		storageVersion:   "v1",
 		groupVersion:     admissionGroupVersion,
-		unconditional:    true,
 		tracksGeneration: true,
 		defaults:         v.SetDefaultsMutatingWebhookConfiguration,
 		validate:         v.ValidateMutatingWebhookConfiguration,
@@ -61,7 +60,6 @@ func validatingWebhookConfigurationResource() *registry.Resource {
 	s := &typed[T]{
 		storageVersion:   "v1",
 		groupVersion:     admissionGroupVersion,
-		unconditional:    true,
 		tracksGeneration: true,
 		defaults:         v.SetDefaultsValidatingWebhookConfiguration,
 		validate:         v.ValidateValidatingWebhookConfiguration,
@@ -108,7 +106,6 @@ func validatingAdmissionPolicyResource() *registry.Resource {
 	s := &typed[T]{
 		storageVersion:   "v1",
 		groupVersion:     admissionGroupVersion,
-		unconditional:    true,
 		tracksGeneration: true,
 		decode: func(version string, body []byte) (*T, []error, error) {
 			return decodeVia[admissionregistrationv1beta1.ValidatingAdmissionPolicy, T](body)
@@ -156,7 +153,6 @@ func validatingAdmissionPolicyBindingResource() *registry.Resource {
 	s := &typed[T]{
 		storageVersion:   "v1",
 		groupVersion:     admissionGroupVersion,
-		unconditional:    true,
 		tracksGeneration: true,
 		decode: func(version string, body []byte) (*T, []error, error) {
 			return decodeVia[admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding, T](body)
@@ -198,7 +194,8 @@ func paramRefCell(u *unstructured.Unstructured) string {
 	case ref.Name != "" && ref.Namespace != "":
 		return ref.Namespace + "/" + ref.Name
 	case ref.Name != "":
-		return ref.Name
+		// No namespace: the request's namespace, printed as "*".
+		return "*/" + ref.Name
 	case ref.Selector != nil:
 		return metav1.FormatLabelSelector(ref.Selector)
 	}

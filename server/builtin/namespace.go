@@ -86,7 +86,11 @@ func namespaceResource() *registry.Resource {
 		Singular:       "namespace",
 		ShortNames:     []string{"ns"},
 		Status:         true,
-		Strategy:       s,
+		// kube-apiserver serves namespaces/finalize, and no
+		// deletecollection for namespaces.
+		Finalize:           true,
+		NoDeleteCollection: true,
+		Strategy:           s,
 		Table: registry.TableConvertor{
 			Columns: []metav1.TableColumnDefinition{
 				nameColumn(),

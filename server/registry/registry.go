@@ -86,6 +86,11 @@ type Resource struct {
 	Categories     []string
 	// Status is true when the resource has a /status subresource.
 	Status bool
+	// NoDeleteCollection is true for resources without deletecollection
+	// (namespaces).
+	NoDeleteCollection bool
+	// Finalize is true for the namespace's /finalize subresource.
+	Finalize bool
 	// ReturnDeletedObject makes DELETE answer with the object, not a Status.
 	ReturnDeletedObject bool
 	Strategy            Strategy
@@ -123,6 +128,9 @@ func (r *Resource) Serves(version string) bool {
 
 // Verbs are the verbs of the main resource, as discovery lists them.
 func (r *Resource) Verbs() []string {
+	if r.NoDeleteCollection {
+		return []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+	}
 	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
 

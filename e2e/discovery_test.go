@@ -1,0 +1,437 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+func decodeInto(t testing.TB, r httpResult, v any) {
+	t.Helper()
+	if r.Code != http.StatusOK {
+		t.Fatalf("HTTP %d: %s", r.Code, r.Body)
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decoding %T: %v\n%s", v, err, r.Body)
+	}
+}
+
+func groupVersions(g metav1.APIGroup) []string {
+	var out []string
+	for _, v := range g.Versions {
+		out = append(out, v.GroupVersion)
+	}
+	return out
+}
+
+func findResource(list *metav1.APIResourceList, name string) *metav1.APIResource {
+	for i := range list.APIResources {
+		if list.APIResources[i].Name == name {
+			return &list.APIResources[i]
+		}
+	}
+	return nil
+}
+
+func sortedCopy(s []string) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	return c
+}
+
+var allVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+func TestDiscovery(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+
+	t.Run("/api", func(t *testing.T) {
+		var v metav1.APIVersions
+		decodeInto(t, k.do(t, "GET", "/api", nil), &v)
+		if v.Kind != "APIVersions" || strings.Join(v.Versions, ",") != "v1" {
+			t.Errorf("/api: %+v", v)
+		}
+	})
+
+	t.Run("/apis", func(t *testing.T) {
+		var l metav1.APIGroupList
+		decodeInto(t, k.do(t, "GET", "/apis", nil), &l)
+		if l.Kind != "APIGroupList" {
+			t.Errorf("kind %q", l.Kind)
+		}
+		groups := map[string]metav1.APIGroup{}
+		for _, g := range l.Groups {
+			groups[g.Name] = g
+		}
+		for name, want := range map[string]struct {
+			versions  []string
+			preferred string
+		}{
+			"admissionregistration.k8s.io": {[]string{"admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1beta1"}, "admissionregistration.k8s.io/v1"},
+			"apiextensions.k8s.io":         {[]string{"apiextensions.k8s.io/v1"}, "apiextensions.k8s.io/v1"},
+		} {
+			g, ok := groups[name]
+			if !ok {
+				t.Errorf("/apis lacks %s", name)
+				continue
+			}
+			if strings.Join(groupVersions(g), ",") != strings.Join(want.versions, ",") || g.PreferredVersion.GroupVersion != want.preferred {
+				t.Errorf("%s: versions %v preferred %q, want %v %q", name, groupVersions(g), g.PreferredVersion.GroupVersion, want.versions, want.preferred)
+			}
+		}
+		if g, ok := groups["resource.k8s.io"]; !ok || !contains(groupVersions(g), "resource.k8s.io/v1beta2") {
+			t.Errorf("/apis: resource.k8s.io lacks v1beta2: %+v", g)
+		}
+		if _, ok := groups[""]; ok {
+			t.Errorf("/apis lists the core group")
+		}
+
+		var g metav1.APIGroup
+		decodeInto(t, k.do(t, "GET", "/apis/admissionregistration.k8s.io", nil), &g)
+		if g.Name != "admissionregistration.k8s.io" || g.PreferredVersion.Version != "v1" || len(g.Versions) != 2 {
+			t.Errorf("/apis/admissionregistration.k8s.io: %+v", g)
+		}
+		expectStatus(t, k.do(t, "GET", "/apis/nope.example.com", nil), http.StatusNotFound, metav1.StatusReasonNotFound)
+	})
+
+	t.Run("resource lists", func(t *testing.T) {
+		type res struct {
+			name, kind, singular string
+			shortNames           []string
+			categories           []string
+			verbs                []string
+		}
+		for path, want := range map[string][]res{
+			"/api/v1": {
+				// Namespaces have no deletecollection in kube-apiserver.
+				{name: "namespaces", kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+				{name: "namespaces/status", kind: "Namespace", verbs: []string{"get", "patch", "update"}},
+				{name: "namespaces/finalize", kind: "Namespace", verbs: []string{"update"}},
+			},
+			"/apis/apiextensions.k8s.io/v1": {
+				{name: "customresourcedefinitions", kind: "CustomResourceDefinition", singular: "customresourcedefinition", shortNames: []string{"crd", "crds"}, categories: []string{"api-extensions"}, verbs: allVerbs},
+				{name: "customresourcedefinitions/status", kind: "CustomResourceDefinition", verbs: []string{"get", "patch", "update"}},
+			},
+			"/apis/admissionregistration.k8s.io/v1": {
+				{name: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration", singular: "mutatingwebhookconfiguration", categories: []string{"api-extensions"}, verbs: allVerbs},
+				{name: "validatingwebhookconfigurations", kind: "ValidatingWebhookConfiguration", singular: "validatingwebhookconfiguration", categories: []string{"api-extensions"}, verbs: allVerbs},
+				{name: "validatingadmissionpolicies", kind: "ValidatingAdmissionPolicy", singular: "validatingadmissionpolicy", categories: []string{"api-extensions"}, verbs: allVerbs},
+				{name: "validatingadmissionpolicies/status", kind: "ValidatingAdmissionPolicy", verbs: []string{"get", "patch", "update"}},
+				{name: "validatingadmissionpolicybindings", kind: "ValidatingAdmissionPolicyBinding", singular: "validatingadmissionpolicybinding", categories: []string{"api-extensions"}, verbs: allVerbs},
+			},
+			"/apis/admissionregistration.k8s.io/v1beta1": {
+				{name: "validatingadmissionpolicies", kind: "ValidatingAdmissionPolicy", singular: "validatingadmissionpolicy", categories: []string{"api-extensions"}, verbs: allVerbs},
+				{name: "validatingadmissionpolicies/status", kind: "ValidatingAdmissionPolicy", verbs: []string{"get", "patch", "update"}},
+				{name: "validatingadmissionpolicybindings", kind: "ValidatingAdmissionPolicyBinding", singular: "validatingadmissionpolicybinding", categories: []string{"api-extensions"}, verbs: allVerbs},
+			},
+			"/apis/resource.k8s.io/v1beta2": {
+				{name: "deviceclasses", kind: "DeviceClass", singular: "deviceclass", verbs: allVerbs},
+			},
+		} {
+			var l metav1.APIResourceList
+			decodeInto(t, k.do(t, "GET", path, nil), &l)
+			gv := strings.TrimPrefix(strings.TrimPrefix(path, "/apis/"), "/api/")
+			if l.Kind != "APIResourceList" || l.GroupVersion != gv {
+				t.Errorf("%s: kind %q groupVersion %q", path, l.Kind, l.GroupVersion)
+			}
+			for _, w := range want {
+				r := findResource(&l, w.name)
+				if r == nil {
+					t.Errorf("%s lacks %s", path, w.name)
+					continue
+				}
+				if r.Kind != w.kind || r.Namespaced || r.SingularName != w.singular ||
+					strings.Join(r.ShortNames, ",") != strings.Join(w.shortNames, ",") ||
+					strings.Join(r.Categories, ",") != strings.Join(w.categories, ",") ||
+					strings.Join(sortedCopy(r.Verbs), ",") != strings.Join(w.verbs, ",") {
+					t.Errorf("%s %s: %+v, want %+v", path, w.name, *r, w)
+				}
+			}
+		}
+		expectStatus(t, k.do(t, "GET", "/apis/admissionregistration.k8s.io/v7", nil), http.StatusNotFound, metav1.StatusReasonNotFound)
+	})
+
+	t.Run("aggregated", func(t *testing.T) {
+		const mediaType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+		r := k.do(t, "GET", "/apis", nil, "Accept: "+mediaType+",application/json")
+		if ct := r.Header.Get("Content-Type"); ct != mediaType {
+			t.Errorf("Content-Type %q, want %q", ct, mediaType)
+		}
+		var l apidiscoveryv2.APIGroupDiscoveryList
+		decodeInto(t, r, &l)
+		if l.Kind != "APIGroupDiscoveryList" || l.APIVersion != "apidiscovery.k8s.io/v2" {
+			t.Errorf("kind %q apiVersion %q", l.Kind, l.APIVersion)
+		}
+		groups := map[string]apidiscoveryv2.APIGroupDiscovery{}
+		for _, g := range l.Items {
+			groups[g.Name] = g
+		}
+		adm, ok := groups["admissionregistration.k8s.io"]
+		if !ok {
+			t.Fatalf("no admissionregistration.k8s.io in %s", r.Body)
+		}
+		var versions []string
+		for _, v := range adm.Versions {
+			versions = append(versions, v.Version)
+		}
+		// Preferred version first.
+		if strings.Join(versions, ",") != "v1,v1beta1" {
+			t.Errorf("admissionregistration.k8s.io versions %v, want [v1 v1beta1]", versions)
+		}
+		found := false
+		for _, res := range adm.Versions[0].Resources {
+			if res.Resource != "validatingadmissionpolicies" {
+				continue
+			}
+			found = true
+			if res.Scope != apidiscoveryv2.ScopeCluster || res.ResponseKind == nil || res.ResponseKind.Kind != "ValidatingAdmissionPolicy" || res.SingularResource != "validatingadmissionpolicy" {
+				t.Errorf("validatingadmissionpolicies: %+v", res)
+			}
+			if len(res.Subresources) != 1 || res.Subresources[0].Subresource != "status" {
+				t.Errorf("validatingadmissionpolicies subresources %+v", res.Subresources)
+			}
+		}
+		if !found {
+			t.Errorf("aggregated v1 lacks validatingadmissionpolicies")
+		}
+		for _, g := range []string{"apiextensions.k8s.io", "resource.k8s.io"} {
+			if _, ok := groups[g]; !ok {
+				t.Errorf("aggregated discovery lacks %s", g)
+			}
+		}
+		if _, ok := groups[""]; ok {
+			t.Errorf("aggregated /apis lists the core group")
+		}
+
+		// /api carries the core group.
+		r = k.do(t, "GET", "/api", nil, "Accept: "+mediaType)
+		if ct := r.Header.Get("Content-Type"); ct != mediaType {
+			t.Errorf("/api Content-Type %q", ct)
+		}
+		var core apidiscoveryv2.APIGroupDiscoveryList
+		decodeInto(t, r, &core)
+		if len(core.Items) != 1 || core.Items[0].Name != "" || len(core.Items[0].Versions) != 1 || core.Items[0].Versions[0].Version != "v1" {
+			t.Errorf("/api aggregated: %s", r.Body)
+		}
+
+		// Without the media type, the legacy form.
+		r = k.do(t, "GET", "/apis", nil, "Accept: application/json")
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "apidiscovery") {
+			t.Errorf("plain /apis Content-Type %q", ct)
+		}
+	})
+
+	t.Run("client-go discovery", func(t *testing.T) {
+		dc := k.Client.Discovery()
+		groups, resources, err := dc.ServerGroupsAndResources()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, g := range groups {
+			names[g.Name] = true
+		}
+		for _, g := range []string{"", "admissionregistration.k8s.io", "apiextensions.k8s.io", "resource.k8s.io"} {
+			if !names[g] {
+				t.Errorf("discovery lacks group %q", g)
+			}
+		}
+		all := map[string]bool{}
+		for _, l := range resources {
+			for _, r := range l.APIResources {
+				all[l.GroupVersion+"/"+r.Name] = true
+			}
+		}
+		for _, r := range []string{
+			"v1/namespaces",
+			"apiextensions.k8s.io/v1/customresourcedefinitions",
+			"apiextensions.k8s.io/v1/customresourcedefinitions/status",
+			"admissionregistration.k8s.io/v1/validatingadmissionpolicies/status",
+			"admissionregistration.k8s.io/v1beta1/validatingadmissionpolicies",
+			"resource.k8s.io/v1beta2/deviceclasses",
+		} {
+			if !all[r] {
+				t.Errorf("discovery lacks %s", r)
+			}
+		}
+		preferred, err := dc.ServerPreferredResources()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range preferred {
+			if l.GroupVersion == "admissionregistration.k8s.io/v1beta1" && len(l.APIResources) > 0 {
+				t.Errorf("preferred resources include v1beta1: %v", l.APIResources)
+			}
+		}
+	})
+
+	t.Run("version", func(t *testing.T) {
+		var v version.Info
+		decodeInto(t, k.do(t, "GET", "/version", nil), &v)
+		if v.Major != "1" || v.Minor != "33" || !strings.HasPrefix(v.GitVersion, "v1.33.") {
+			t.Errorf("/version: %+v", v)
+		}
+		sv, err := k.Client.Discovery().ServerVersion()
+		if err != nil || sv.Major != "1" || sv.Minor != "33" {
+			t.Errorf("ServerVersion: %v %+v", err, sv)
+		}
+	})
+
+	t.Run("health", func(t *testing.T) {
+		for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+			r := k.do(t, "GET", p, nil)
+			if r.Code != http.StatusOK || string(r.Body) != "ok" {
+				t.Errorf("%s: %d %q", p, r.Code, r.Body)
+			}
+			r = k.do(t, "GET", p+"?verbose", nil)
+			if r.Code != http.StatusOK || !strings.Contains(string(r.Body), "[+]ping ok") || !strings.Contains(string(r.Body), "check passed") {
+				t.Errorf("%s?verbose: %d %q", p, r.Code, r.Body)
+			}
+		}
+	})
+
+	t.Run("namespaces have no deletecollection", func(t *testing.T) {
+		r := k.do(t, "DELETE", "/api/v1/namespaces", nil)
+		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed)
+		l, err := k.Client.CoreV1().Namespaces().List(ctxT(t), metav1.ListOptions{})
+		if err != nil || len(l.Items) != 4 {
+			t.Errorf("namespaces after a collection DELETE: %v, %d", err, len(l.Items))
+		}
+	})
+}
+
+func TestTable(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	if _, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, newVWC("table-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := newVWC("table-b")
+	b.Webhooks = append(b.Webhooks, b.Webhooks[0])
+	b.Webhooks[1].Name = "second.example.com"
+	if _, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, newCRD("tables", "example.com"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const asTable = "Accept: application/json;as=Table;v=v1;g=meta.k8s.io"
+
+	columns := func(tab metav1.Table) []string {
+		var out []string
+		for _, c := range tab.ColumnDefinitions {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+
+	t.Run("list", func(t *testing.T) {
+		var tab metav1.Table
+		decodeInto(t, k.do(t, "GET", collectionPath(gvrVWCs), nil, asTable), &tab)
+		if tab.Kind != "Table" || tab.APIVersion != "meta.k8s.io/v1" {
+			t.Errorf("kind %q apiVersion %q", tab.Kind, tab.APIVersion)
+		}
+		if got := strings.Join(columns(tab), ","); got != "Name,Webhooks,Age" {
+			t.Errorf("columns %s", got)
+		}
+		if tab.ResourceVersion == "" {
+			t.Errorf("no list resourceVersion")
+		}
+		if len(tab.Rows) != 2 {
+			t.Fatalf("%d rows", len(tab.Rows))
+		}
+		for i, want := range []struct {
+			name  string
+			hooks float64
+		}{{"table-a", 1}, {"table-b", 2}} {
+			cells := tab.Rows[i].Cells
+			if len(cells) != 3 || cells[0] != want.name || cells[1] != want.hooks {
+				t.Errorf("row %d cells %v, want [%s %v <age>]", i, cells, want.name, want.hooks)
+			}
+			// By default a row carries the object's metadata.
+			var meta metav1.PartialObjectMetadata
+			if err := json.Unmarshal(tab.Rows[i].Object.Raw, &meta); err != nil || meta.Kind != "PartialObjectMetadata" || meta.Name != want.name || meta.UID == "" {
+				t.Errorf("row %d object %s (err %v)", i, tab.Rows[i].Object.Raw, err)
+			}
+		}
+		for _, c := range tab.ColumnDefinitions {
+			if c.Type == "" || c.Description == "" {
+				t.Errorf("column %+v lacks type or description", c)
+			}
+		}
+	})
+
+	t.Run("single object", func(t *testing.T) {
+		var tab metav1.Table
+		decodeInto(t, k.do(t, "GET", collectionPath(gvrVWCs)+"/table-b", nil, asTable), &tab)
+		if tab.Kind != "Table" || len(tab.Rows) != 1 || tab.Rows[0].Cells[0] != "table-b" {
+			t.Errorf("table of one: %+v", tab)
+		}
+	})
+
+	t.Run("includeObject", func(t *testing.T) {
+		var tab metav1.Table
+		decodeInto(t, k.do(t, "GET", collectionPath(gvrVWCs)+"?includeObject=Object", nil, asTable), &tab)
+		var obj map[string]interface{}
+		if err := json.Unmarshal(tab.Rows[0].Object.Raw, &obj); err != nil || obj["kind"] != "ValidatingWebhookConfiguration" || obj["webhooks"] == nil {
+			t.Errorf("includeObject=Object row object %s", tab.Rows[0].Object.Raw)
+		}
+		var none metav1.Table
+		decodeInto(t, k.do(t, "GET", collectionPath(gvrVWCs)+"?includeObject=None", nil, asTable), &none)
+		if len(none.Rows) != 2 || len(none.Rows[0].Object.Raw) != 0 {
+			t.Errorf("includeObject=None rows %+v", none.Rows)
+		}
+	})
+
+	t.Run("CRD default columns", func(t *testing.T) {
+		var tab metav1.Table
+		decodeInto(t, k.do(t, "GET", collectionPath(gvrCRDs), nil, asTable), &tab)
+		if got := strings.Join(columns(tab), ","); got != "Name,Created At" {
+			t.Errorf("CRD columns %s", got)
+		}
+		if len(tab.Rows) != 1 || tab.Rows[0].Cells[0] != "tables.example.com" {
+			t.Errorf("CRD rows %+v", tab.Rows)
+		}
+	})
+
+	t.Run("namespaces", func(t *testing.T) {
+		var tab metav1.Table
+		decodeInto(t, k.do(t, "GET", "/api/v1/namespaces", nil, asTable), &tab)
+		if got := strings.Join(columns(tab), ","); got != "Name,Status,Age" {
+			t.Errorf("namespace columns %s", got)
+		}
+		for _, row := range tab.Rows {
+			if row.Cells[1] != "Active" {
+				t.Errorf("namespace row %v", row.Cells)
+			}
+		}
+	})
+
+	t.Run("fallback to JSON", func(t *testing.T) {
+		// kubectl's Accept: Table preferred, plain JSON acceptable.
+		r := k.do(t, "GET", collectionPath(gvrVWCs), nil, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+		var tab metav1.Table
+		decodeInto(t, r, &tab)
+		if tab.Kind != "Table" {
+			t.Errorf("kind %q", tab.Kind)
+		}
+		// An unknown "as" alone is not acceptable.
+		r = k.do(t, "GET", collectionPath(gvrVWCs), nil, "Accept: application/json;as=Graph;v=v1;g=meta.k8s.io")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+	})
+
+	t.Run("PartialObjectMetadataList", func(t *testing.T) {
+		var l metav1.PartialObjectMetadataList
+		decodeInto(t, k.do(t, "GET", collectionPath(gvrVWCs), nil, "Accept: application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"), &l)
+		if l.Kind != "PartialObjectMetadataList" || len(l.Items) != 2 || l.Items[0].Name != "table-a" {
+			t.Errorf("PartialObjectMetadataList: %+v", l)
+		}
+	})
+}

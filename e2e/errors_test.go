@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const vwcBody = `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"%s"},
+"webhooks":[{"name":"a.example.com","sideEffects":"None","admissionReviewVersions":["v1"],"clientConfig":{"url":"https://example.com"}%s}]}`
+
+func vwcJSON(name, extra string) []byte {
+	return []byte(strings.Replace(strings.Replace(vwcBody, "%s", name, 1), "%s", extra, 1))
+}
+
+const vapBody = `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"NAME"},
+"spec":{"foo":"bar","matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["configmaps"]}]},
+"validations":[{"expression":"true"}]}}`
+
+// warnings returns the texts of a response's Warning headers.
+func warnings(t testing.TB, h http.Header) []string {
+	t.Helper()
+	var out []string
+	for _, w := range h.Values("Warning") {
+		// 299 - "text"
+		code, rest, ok := strings.Cut(w, " ")
+		if !ok || code != "299" {
+			t.Errorf("malformed Warning header %q", w)
+			continue
+		}
+		agent, quoted, ok := strings.Cut(rest, " ")
+		if !ok || agent != "-" {
+			t.Errorf("malformed Warning header %q", w)
+			continue
+		}
+		text, err := strconv.Unquote(quoted)
+		if err != nil {
+			t.Errorf("Warning header %q: text is not quoted: %v", w, err)
+			continue
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
+func TestErrorsAsStatus(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	vwcs := collectionPath(gvrVWCs)
+	vaps := collectionPath(gvrVAPs)
+	if r := k.do(t, "POST", vwcs, vwcJSON("existing", "")); r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+
+	t.Run("malformed JSON", func(t *testing.T) {
+		r := k.do(t, "POST", vwcs, []byte(`{"apiVersion": "admissionregistration.k8s.io/v1", "kind": `))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		r = k.do(t, "PUT", vwcs+"/existing", []byte(`{not json}`))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	})
+
+	t.Run("body too large", func(t *testing.T) {
+		big := bytes.Repeat([]byte(" "), 3*1024*1024+1)
+		copy(big, vwcJSON("big", ""))
+		r := k.do(t, "POST", vwcs, big)
+		expectStatus(t, r, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge)
+		if _, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctxT(t), "big", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("oversized create stored the object: %v", err)
+		}
+	})
+
+	t.Run("unknown resource", func(t *testing.T) {
+		for _, p := range []string{
+			"/apis/admissionregistration.k8s.io/v1/foos",
+			"/apis/admissionregistration.k8s.io/v1/foos/x",
+			"/apis/nope.example.com/v1/things",
+			"/apis/admissionregistration.k8s.io/v7/validatingwebhookconfigurations",
+			"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/existing/status",
+		} {
+			r := k.do(t, "GET", p, nil)
+			expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound)
+		}
+	})
+
+	t.Run("missing object", func(t *testing.T) {
+		r := k.do(t, "GET", vwcs+"/missing", nil)
+		st := expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound,
+			`validatingwebhookconfigurations.admissionregistration.k8s.io "missing" not found`)
+		if st.Details == nil || st.Details.Name != "missing" || st.Details.Group != "admissionregistration.k8s.io" || st.Details.Kind != "validatingwebhookconfigurations" {
+			t.Errorf("details %+v", st.Details)
+		}
+	})
+
+	t.Run("already exists", func(t *testing.T) {
+		r := k.do(t, "POST", vwcs, vwcJSON("existing", ""))
+		expectStatus(t, r, http.StatusConflict, metav1.StatusReasonAlreadyExists,
+			`validatingwebhookconfigurations.admissionregistration.k8s.io "existing" already exists`)
+	})
+
+	t.Run("conflict", func(t *testing.T) {
+		body := vwcJSON("existing", "")
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(body); err != nil {
+			t.Fatal(err)
+		}
+		u.SetResourceVersion("1")
+		r := k.do(t, "PUT", vwcs+"/existing", mustJSON(t, u.Object))
+		expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict,
+			`Operation cannot be fulfilled on validatingwebhookconfigurations.admissionregistration.k8s.io "existing": the object has been modified; please apply your changes to the latest version and try again`)
+	})
+
+	t.Run("invalid", func(t *testing.T) {
+		r := k.do(t, "POST", vwcs, []byte(strings.Replace(string(vwcJSON("bad", "")), `"None"`, `"Some"`, 1)))
+		st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `ValidatingWebhookConfiguration.admissionregistration.k8s.io "bad" is invalid`)
+		if st.Details == nil || len(st.Details.Causes) == 0 || st.Details.Causes[0].Field != "webhooks[0].sideEffects" || st.Details.Causes[0].Type != metav1.CauseTypeFieldValueNotSupported {
+			t.Errorf("causes %+v", st.Details)
+		}
+	})
+
+	t.Run("method not allowed", func(t *testing.T) {
+		r := k.do(t, "POST", vwcs+"/existing", vwcJSON("existing", ""))
+		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed)
+		r = k.do(t, "PUT", vwcs, vwcJSON("existing", ""))
+		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed)
+	})
+
+	t.Run("name differs from URL", func(t *testing.T) {
+		r := k.do(t, "PUT", vwcs+"/existing", vwcJSON("other", ""))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			"the name of the object (other) does not match the name on the URL (existing)")
+	})
+
+	t.Run("apiVersion or kind not the endpoint's", func(t *testing.T) {
+		// A Namespace sent to the webhook endpoint.
+		r := k.do(t, "POST", vwcs, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns-in-vwc"}}`))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			"the API version in the data (v1) does not match the expected API version (admissionregistration.k8s.io/v1)")
+		// The right group and version but another kind.
+		mwc := strings.Replace(string(vwcJSON("kind-mismatch", "")), "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", 1)
+		r = k.do(t, "POST", vwcs, []byte(mwc))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		// A v1 body sent to the v1beta1 endpoint.
+		r = k.do(t, "POST", collectionPath(gvrVAPsBeta), []byte(strings.Replace(strings.Replace(vapBody, "NAME", "wrong-version", 1), `"foo":"bar",`, "", 1)))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		for _, p := range []string{"ns-in-vwc", "kind-mismatch"} {
+			if g := k.do(t, "GET", vwcs+"/"+p, nil); g.Code != http.StatusNotFound {
+				t.Errorf("%s was stored: %d", p, g.Code)
+			}
+		}
+	})
+
+	t.Run("fieldValidation Strict", func(t *testing.T) {
+		r := k.do(t, "POST", vaps+"?fieldValidation=Strict", []byte(strings.Replace(vapBody, "NAME", "strict", 1)))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `strict decoding error: unknown field "spec.foo"`)
+		r = k.do(t, "POST", vwcs+"?fieldValidation=Strict", vwcJSON("strict", `,"foo":1`))
+		st := expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		if st.Message != `strict decoding error: unknown field "webhooks[0].foo"` {
+			t.Errorf("message %q", st.Message)
+		}
+		// Duplicate fields are errors too.
+		r = k.do(t, "POST", vwcs+"?fieldValidation=Strict", []byte(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"dup","name":"dup2"}}`))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `duplicate field "metadata.name"`)
+		// PUT too.
+		r = k.do(t, "PUT", vwcs+"/existing?fieldValidation=Strict", vwcJSON("existing", `,"foo":1`))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `unknown field "webhooks[0].foo"`)
+		for _, p := range []string{vaps + "/strict", vwcs + "/strict", vwcs + "/dup"} {
+			if g := k.do(t, "GET", p, nil); g.Code != http.StatusNotFound {
+				t.Errorf("%s was stored: %d", p, g.Code)
+			}
+		}
+	})
+
+	t.Run("fieldValidation Warn", func(t *testing.T) {
+		for _, q := range []string{"?fieldValidation=Warn", ""} { // Warn is the default
+			name := "warn" + strings.TrimPrefix(q, "?fieldValidation=")
+			r := k.do(t, "POST", vaps+q, []byte(strings.Replace(vapBody, "NAME", strings.ToLower(name), 1)))
+			if r.Code != http.StatusCreated {
+				t.Fatalf("create %q: %d %s", q, r.Code, r.Body)
+			}
+			w := warnings(t, r.Header)
+			if len(w) != 1 || w[0] != `unknown field "spec.foo"` {
+				t.Errorf("create %q: warnings %q, want [unknown field \"spec.foo\"]", q, w)
+			}
+			if strings.Contains(string(r.Body), `"foo"`) {
+				t.Errorf("the unknown field was kept: %s", r.Body)
+			}
+		}
+	})
+
+	t.Run("fieldValidation Ignore", func(t *testing.T) {
+		r := k.do(t, "POST", vaps+"?fieldValidation=Ignore", []byte(strings.Replace(vapBody, "NAME", "ignore", 1)))
+		if r.Code != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		if w := r.Header.Values("Warning"); len(w) != 0 {
+			t.Errorf("warnings %q with fieldValidation=Ignore", w)
+		}
+	})
+
+	t.Run("fieldValidation invalid value", func(t *testing.T) {
+		r := k.do(t, "POST", vaps+"?fieldValidation=Sometimes", []byte(strings.Replace(vapBody, "NAME", "sometimes", 1)))
+		if r.Code < 400 || r.Code >= 500 {
+			t.Errorf("fieldValidation=Sometimes: %d %s", r.Code, r.Body)
+		}
+	})
+
+	t.Run("unsupported Content-Type", func(t *testing.T) {
+		r := k.do(t, "POST", vwcs, vwcJSON("text", ""), "Content-Type: text/plain")
+		expectStatus(t, r, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType)
+		// A PATCH needs a patch media type.
+		r = k.do(t, "PATCH", vwcs+"/existing", []byte(`{}`), "Content-Type: application/json")
+		expectStatus(t, r, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType)
+	})
+
+	t.Run("not acceptable", func(t *testing.T) {
+		// kapi answers JSON (and YAML) only.
+		r := k.do(t, "GET", vwcs, nil, "Accept: application/vnd.kubernetes.protobuf")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: text/html")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+		// What client-go sends: protobuf preferred, JSON acceptable.
+		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: application/vnd.kubernetes.protobuf, application/json")
+		if r.Code != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("protobuf-or-JSON Accept: %d %q", r.Code, r.Header.Get("Content-Type"))
+		}
+		// YAML on request.
+		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: application/yaml")
+		if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/yaml" || !strings.Contains(string(r.Body), "kind: ValidatingWebhookConfiguration") {
+			t.Errorf("YAML Accept: %d %q %s", r.Code, r.Header.Get("Content-Type"), r.Body)
+		}
+	})
+
+	t.Run("YAML body", func(t *testing.T) {
+		y := strings.Replace(vwcYAML, "vwc-e2e", "from-yaml", 1)
+		r := k.do(t, "POST", vwcs, []byte(y), "Content-Type: application/yaml")
+		if r.Code != http.StatusCreated {
+			t.Errorf("YAML create: %d %s", r.Code, r.Body)
+		}
+	})
+}

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const holdFinalizer = "example.com/hold"
+
+func TestFinalizerHoldsDeletion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	c := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	o := newVWC("held")
+	o.Finalizers = []string{holdFinalizer}
+	created, err := c.Create(ctx, o, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created.Finalizers) != 1 || created.Finalizers[0] != holdFinalizer || created.DeletionTimestamp != nil {
+		t.Fatalf("created finalizers %v deletionTimestamp %v", created.Finalizers, created.DeletionTimestamp)
+	}
+
+	// DELETE only marks the object; the answer is the object itself.
+	r := k.do(t, "DELETE", collectionPath(gvrVWCs)+"/held", nil)
+	if r.Code != http.StatusOK && r.Code != http.StatusAccepted {
+		t.Fatalf("DELETE: %d %s", r.Code, r.Body)
+	}
+	var marked metav1.PartialObjectMetadata
+	if err := json.Unmarshal(r.Body, &marked); err != nil || marked.Kind != "ValidatingWebhookConfiguration" {
+		t.Fatalf("DELETE answered %s, want the object (err %v)", r.Body, err)
+	}
+	if marked.DeletionTimestamp == nil {
+		t.Errorf("DELETE answer has no deletionTimestamp")
+	}
+
+	got, err := c.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get after DELETE: %v, want the object still there", err)
+	}
+	if got.DeletionTimestamp == nil || got.DeletionGracePeriodSeconds == nil || *got.DeletionGracePeriodSeconds != 0 {
+		t.Errorf("deletionTimestamp %v deletionGracePeriodSeconds %v, want set and 0", got.DeletionTimestamp, got.DeletionGracePeriodSeconds)
+	}
+	if len(got.Finalizers) != 1 || got.Finalizers[0] != holdFinalizer {
+		t.Errorf("finalizers %v", got.Finalizers)
+	}
+	if rvInt(t, got.ResourceVersion) <= rvInt(t, created.ResourceVersion) {
+		t.Errorf("marking did not write: rv %s -> %s", created.ResourceVersion, got.ResourceVersion)
+	}
+	// kube-apiserver bumps the generation of a kind without graceful
+	// deletion when it marks it deleted (registry.markAsDeleting).
+	if got.Generation != created.Generation+1 {
+		t.Errorf("generation %d after DELETE marked it, want %d", got.Generation, created.Generation+1)
+	}
+	// The object still lists.
+	l, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 {
+		t.Errorf("list while held: %v %d items", err, len(l.Items))
+	}
+	// A second DELETE keeps it pending.
+	if err := c.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("second DELETE: %v", err)
+	}
+	again, err := c.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || !again.DeletionTimestamp.Equal(got.DeletionTimestamp) || again.Generation != got.Generation {
+		t.Errorf("after a second DELETE: err=%v deletionTimestamp %v generation %d, want unchanged %v %d", err, again.DeletionTimestamp, again.Generation, got.DeletionTimestamp, got.Generation)
+	}
+
+	// Removing the finalizer completes the deletion.
+	again.Finalizers = nil
+	if _, err := c.Update(ctx, again, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("removing the finalizer: %v", err)
+	}
+	if _, err := c.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after the last finalizer went: %v, want NotFound", err)
+	}
+
+	// The same through a merge patch, on a DeviceClass.
+	dcs := k.Client.ResourceV1beta2().DeviceClasses()
+	dc := newDeviceClass("held.example.com")
+	dc.Finalizers = []string{holdFinalizer, "example.com/second"}
+	if _, err := dcs.Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dcs.Delete(ctx, dc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dcs.Patch(ctx, dc.Name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching out one finalizer: %v", err)
+	}
+	still, err := dcs.Get(ctx, dc.Name, metav1.GetOptions{})
+	if err != nil || len(still.Finalizers) != 1 || still.DeletionTimestamp == nil {
+		t.Fatalf("with one finalizer left: err=%v finalizers=%v", err, still)
+	}
+	if _, err := dcs.Patch(ctx, dc.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching out the last finalizer: %v", err)
+	}
+	if _, err := dcs.Get(ctx, dc.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after the last finalizer went: %v, want NotFound", err)
+	}
+}
+
+func TestDeletePreconditions(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	c := k.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	created, err := c.Create(ctx, newMWC("precond"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongUID := types.UID("6a1c4f8e-0000-4000-8000-000000000000")
+	err = c.Delete(ctx, "precond", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Precondition failed: UID in precondition: "+string(wrongUID)) {
+		t.Errorf("delete with a wrong uid: %v, want Conflict", err)
+	}
+	staleRV := "1"
+	err = c.Delete(ctx, "precond", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &staleRV}})
+	if !apierrors.IsConflict(err) {
+		t.Errorf("delete with a wrong resourceVersion: %v, want Conflict", err)
+	}
+	if _, err := c.Get(ctx, "precond", metav1.GetOptions{}); err != nil {
+		t.Fatalf("object gone after failed preconditions: %v", err)
+	}
+	// The right preconditions.
+	uid, rv := created.UID, created.ResourceVersion
+	if err := c.Delete(ctx, "precond", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}); err != nil {
+		t.Fatalf("delete with matching preconditions: %v", err)
+	}
+	if _, err := c.Get(ctx, "precond", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after delete: %v", err)
+	}
+}
+
+func TestNamespaceDeletion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	c := k.Client.CoreV1().Namespaces()
+
+	created, err := c.Create(ctx, newNamespace("doomed"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Status.Phase != corev1.NamespaceActive {
+		t.Errorf("new namespace phase %q, want Active", created.Status.Phase)
+	}
+	if len(created.Spec.Finalizers) != 1 || created.Spec.Finalizers[0] != corev1.FinalizerKubernetes {
+		t.Errorf("new namespace spec.finalizers %v, want [kubernetes]", created.Spec.Finalizers)
+	}
+	if created.Labels[corev1.LabelMetadataName] != "doomed" {
+		t.Errorf("labels %v", created.Labels)
+	}
+
+	// DELETE answers the namespace, now Terminating.
+	r := k.do(t, "DELETE", "/api/v1/namespaces/doomed", nil)
+	if r.Code != http.StatusOK && r.Code != http.StatusAccepted {
+		t.Fatalf("DELETE: %d %s", r.Code, r.Body)
+	}
+	var ns corev1.Namespace
+	if err := json.Unmarshal(r.Body, &ns); err != nil || ns.Kind != "Namespace" {
+		t.Fatalf("DELETE answered %s", r.Body)
+	}
+	if ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
+		t.Errorf("DELETE answer: phase %q deletionTimestamp %v, want Terminating and set", ns.Status.Phase, ns.DeletionTimestamp)
+	}
+	eventually(t, 10*time.Second, "namespace doomed to be gone", func() (bool, error) {
+		_, err := c.Get(ctx, "doomed", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+
+	// With a metadata finalizer, the namespace stays Terminating until it
+	// is removed.
+	held := newNamespace("held")
+	held.Finalizers = []string{holdFinalizer}
+	if _, err := c.Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The server's own "kubernetes" finalizer goes once the namespace
+	// is empty; ours stays.
+	var term *corev1.Namespace
+	eventually(t, 10*time.Second, "spec.finalizers of held to be emptied", func() (bool, error) {
+		var err error
+		term, err = c.Get(ctx, "held", metav1.GetOptions{})
+		return err == nil && len(term.Spec.Finalizers) == 0, err
+	})
+	if term.Status.Phase != corev1.NamespaceTerminating || term.DeletionTimestamp == nil {
+		t.Errorf("held: phase %q deletionTimestamp %v, want Terminating", term.Status.Phase, term.DeletionTimestamp)
+	}
+	_, rows := parseTableIfKubectl(t, k, "get", "ns", "held")
+	if rows != nil && rows[0]["STATUS"] != "Terminating" {
+		t.Errorf("kubectl get ns held: STATUS %q, want Terminating", rows[0]["STATUS"])
+	}
+	term.Finalizers = nil
+	if _, err := c.Update(ctx, term, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("removing the finalizer: %v", err)
+	}
+	eventually(t, 10*time.Second, "namespace held to be gone", func() (bool, error) {
+		_, err := c.Get(ctx, "held", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+
+	// The initial namespaces may not be deleted.
+	for _, name := range []string{"default", "kube-system", "kube-public"} {
+		if err := c.Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("delete %s: %v, want Forbidden", name, err)
+		}
+	}
+}
+
+// parseTableIfKubectl runs kubectl when it is available (nil rows when
+// not).
+func parseTableIfKubectl(t *testing.T, k *kapi, args ...string) ([]string, []map[string]string) {
+	t.Helper()
+	if !haveKubectl() {
+		return nil, nil
+	}
+	return parseTable(t, k.mustKubectl(t, args...))
+}

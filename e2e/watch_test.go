@@ -1,0 +1,368 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+func toV1beta1VAP(t testing.TB, p *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1beta1.ValidatingAdmissionPolicy {
+	t.Helper()
+	out := &admissionregistrationv1beta1.ValidatingAdmissionPolicy{}
+	if err := json.Unmarshal(mustJSON(t, p), out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// collectEvents reads n events from w, failing the test when they do not
+// arrive within 10 seconds.
+func collectEvents(t testing.TB, w watch.Interface, n int) []watch.Event {
+	t.Helper()
+	var out []watch.Event
+	timeout := time.After(10 * time.Second)
+	for len(out) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Errorf("watch closed after %d of %d events", len(out), n)
+				return out
+			}
+			if ev.Type == watch.Error {
+				t.Errorf("watch error: %v", ev.Object)
+				return out
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			out = append(out, ev)
+		case <-timeout:
+			t.Errorf("got %d of %d events within 10s", len(out), n)
+			return out
+		}
+	}
+	return out
+}
+
+// rawEvent is one frame of a JSON watch stream.
+type rawEvent struct {
+	Type   string `json:"type"`
+	Object struct {
+		Kind     string            `json:"kind"`
+		Metadata metav1.ObjectMeta `json:"metadata"`
+		// Status fields of an ERROR event.
+		Code   int    `json:"code"`
+		Reason string `json:"reason"`
+	} `json:"object"`
+}
+
+// rawWatch opens a watch with net/http and returns its frames as they come
+// until the server ends the stream (use timeoutSeconds).
+func rawWatch(t testing.TB, k *kapi, path string) (*http.Response, []rawEvent) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxT(t), "GET", k.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var evs []rawEvent
+	if resp.StatusCode != http.StatusOK {
+		return resp, nil
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var ev rawEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("watch frame %q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	return resp, evs
+}
+
+func eventSummary(evs []rawEvent) string {
+	var parts []string
+	for _, e := range evs {
+		parts = append(parts, e.Type+" "+e.Object.Metadata.Name)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func TestInformerNamespaces(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+
+	added := make(chan string, 100)
+	updated := make(chan *corev1.Namespace, 100)
+	deleted := make(chan string, 100)
+	factory := informers.NewSharedInformerFactory(k.Client, 0)
+	inf := factory.Core().V1().Namespaces().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			added <- obj.(*corev1.Namespace).Name
+		},
+		UpdateFunc: func(_, obj interface{}) {
+			ns := obj.(*corev1.Namespace)
+			updated <- ns
+		},
+		DeleteFunc: func(obj interface{}) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			deleted <- obj.(*corev1.Namespace).Name
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	syncCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		t.Fatal("namespace informer did not sync")
+	}
+	lister := factory.Core().V1().Namespaces().Lister()
+	initial, err := lister.List(labels.Everything())
+	if err != nil || len(initial) != 4 {
+		t.Fatalf("informer cache after sync: %v %d namespaces", err, len(initial))
+	}
+	for i := 0; i < 4; i++ {
+		<-added
+	}
+
+	waitFor := func(what string, f func() bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for !f() {
+			select {
+			case <-deadline:
+				t.Fatalf("informer did not see %s", what)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("informed"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case name := <-added:
+		if name != "informed" {
+			t.Errorf("added %q, want informed", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no add event for namespace informed")
+	}
+
+	ns, err := k.Client.CoreV1().Namespaces().Get(ctx, "informed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["seen"] = "update"
+	if _, err := k.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the label update", func() bool {
+		select {
+		case u := <-updated:
+			return u.Name == "informed" && u.Labels["seen"] == "update"
+		default:
+			return false
+		}
+	})
+	if cached, err := lister.Get("informed"); err != nil || cached.Labels["seen"] != "update" {
+		t.Errorf("lister after update: %v %v", err, cached)
+	}
+
+	if err := k.Client.CoreV1().Namespaces().Delete(ctx, "informed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sawTerminating := false
+	drainUpdates := func() {
+		for {
+			select {
+			case u := <-updated:
+				if u.Name == "informed" && u.Status.Phase == corev1.NamespaceTerminating {
+					sawTerminating = true
+				}
+			default:
+				return
+			}
+		}
+	}
+	waitFor("the deletion", func() bool {
+		// The handlers run in order: the updates before the delete are
+		// already queued when the delete arrives.
+		select {
+		case name := <-deleted:
+			drainUpdates()
+			return name == "informed"
+		default:
+			drainUpdates()
+			return false
+		}
+	})
+	if !sawTerminating {
+		t.Errorf("no update to phase Terminating before the delete event")
+	}
+	if _, err := lister.Get("informed"); err == nil {
+		t.Errorf("lister still has informed after the delete event")
+	}
+}
+
+func TestWatchFromResourceVersion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	c := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+
+	a, err := c.Create(ctx, newVWC("watch-a"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv1 := a.ResourceVersion
+	a.Labels = map[string]string{"step": "2"}
+	a, err = c.Update(ctx, a, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Create(ctx, newVWC("watch-b"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes to other kinds are not this watch's events.
+	if _, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctx, newDeviceClass("noise.example.com"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, "watch-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("client-go", func(t *testing.T) {
+		w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		evs := collectEvents(t, w, 3)
+		if len(evs) != 3 {
+			return
+		}
+		type summary struct {
+			typ  watch.EventType
+			name string
+		}
+		var got []summary
+		for _, e := range evs {
+			got = append(got, summary{e.Type, e.Object.(*admissionregistrationv1.ValidatingWebhookConfiguration).Name})
+		}
+		want := []summary{{watch.Modified, "watch-a"}, {watch.Added, "watch-b"}, {watch.Deleted, "watch-a"}}
+		if fmtJSON(got) != fmtJSON(want) {
+			t.Errorf("events %v, want %v", got, want)
+		}
+		mod := evs[0].Object.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+		if mod.ResourceVersion != a.ResourceVersion || mod.Labels["step"] != "2" {
+			t.Errorf("MODIFIED carries rv %s labels %v, want rv %s", mod.ResourceVersion, mod.Labels, a.ResourceVersion)
+		}
+		del := evs[2].Object.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+		if rvInt(t, del.ResourceVersion) <= rvInt(t, b.ResourceVersion) {
+			t.Errorf("DELETED carries rv %s, want the deletion's (after %s)", del.ResourceVersion, b.ResourceVersion)
+		}
+
+		// A live change arrives on the open watch.
+		if _, err := c.Create(ctx, newVWC("watch-c"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		live := collectEvents(t, w, 1)
+		if len(live) == 1 && (live[0].Type != watch.Added || live[0].Object.(*admissionregistrationv1.ValidatingWebhookConfiguration).Name != "watch-c") {
+			t.Errorf("live event %s %v", live[0].Type, live[0].Object)
+		}
+		if err := c.Delete(ctx, "watch-c", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// The rest reads streams that end after timeoutSeconds=1: run them
+	// side by side.
+	t.Run("streams", func(t *testing.T) {
+		t.Run("raw HTTP", func(t *testing.T) {
+			t.Parallel()
+			resp, evs := rawWatch(t, k, collectionPath(gvrVWCs)+"?watch=true&timeoutSeconds=1&resourceVersion="+rv1)
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("watch answered %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			// watch-c was created and deleted by the client-go subtest.
+			want := "MODIFIED watch-a, ADDED watch-b, DELETED watch-a, ADDED watch-c, DELETED watch-c"
+			if got := eventSummary(evs); got != want {
+				t.Errorf("events [%s], want [%s]", got, want)
+			}
+			for _, e := range evs {
+				if e.Object.Kind != "ValidatingWebhookConfiguration" {
+					t.Errorf("event object kind %q", e.Object.Kind)
+				}
+			}
+		})
+
+		t.Run("from now", func(t *testing.T) {
+			t.Parallel()
+			// resourceVersion "" (or 0) starts with the current objects as
+			// ADDED.
+			for _, q := range []string{"", "&resourceVersion=0"} {
+				_, evs := rawWatch(t, k, collectionPath(gvrVWCs)+"?watch=1&timeoutSeconds=1"+q)
+				if got := eventSummary(evs); got != "ADDED watch-b" {
+					t.Errorf("watch%s: events [%s], want [ADDED watch-b]", q, got)
+				}
+			}
+		})
+
+		t.Run("selectors", func(t *testing.T) {
+			t.Parallel()
+			_, evs := rawWatch(t, k, collectionPath(gvrVWCs)+"?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dwatch-a&resourceVersion="+rv1)
+			if got := eventSummary(evs); got != "MODIFIED watch-a, DELETED watch-a" {
+				t.Errorf("field-selected events [%s]", got)
+			}
+			// A label added by an update brings the object into the
+			// selection: it is ADDED for this watcher.
+			_, evs = rawWatch(t, k, collectionPath(gvrVWCs)+"?watch=true&timeoutSeconds=1&labelSelector=step%3D2&resourceVersion="+rv1)
+			if got := eventSummary(evs); got != "ADDED watch-a, DELETED watch-a" {
+				t.Errorf("label-selected events [%s], want [ADDED watch-a, DELETED watch-a]", got)
+			}
+		})
+
+		t.Run("timeout ends the stream", func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			resp, _ := rawWatch(t, k, collectionPath(gvrDevClasses)+"?watch=true&timeoutSeconds=1")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			if d := time.Since(start); d < 900*time.Millisecond || d > 5*time.Second {
+				t.Errorf("a 1s watch lasted %v", d)
+			}
+		})
+	})
+}
