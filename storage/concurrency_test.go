@@ -97,7 +97,7 @@ func TestConcurrentCreates(t *testing.T) {
 		var mu sync.Mutex
 		revs := map[int64]Key{}
 		var wg sync.WaitGroup
-		errs := make(chan error, workers*perWorker)
+		errs := make(chan error, 2*workers*perWorker+workers) // never blocks: at most two per create, one per racer
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func(w int) {

@@ -145,7 +145,8 @@ func (s *Store) Close() error {
 
 // Subscribe registers fn to be called, in revision order, with every
 // committed write, until the returned cancel is called. fn runs while the
-// writer lock is held: it must not block and must not write to the store.
+// writer lock is held: it must not block, must not write to the store, and
+// must not call cancel (that would deadlock).
 func (s *Store) Subscribe(fn func(Event)) (cancel func()) {
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
@@ -173,6 +174,9 @@ func (s *Store) SubscribeAt(fn func(Event)) (rev int64, cancel func()) {
 // Changes returns, in revision order, the writes to resource after rev
 // (at most limit, 0 for all). ErrCompacted if history after rev is gone.
 func (s *Store) Changes(ctx context.Context, resource string, rev int64, limit int) ([]Event, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
 	return s.db.changes(ctx, resource, rev, limit)
 }
 
