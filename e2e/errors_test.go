@@ -244,3 +244,23 @@ func TestErrorsAsStatus(t *testing.T) {
 		}
 	})
 }
+
+// kube-apiserver warns on every request through a deprecated version; the
+// policy API's v1beta1 is deprecated since v1.31.
+func TestDeprecatedVersionWarns(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	r := k.do(t, "GET", "/apis/admissionregistration.k8s.io/v1beta1/validatingadmissionpolicies", nil)
+	if r.Code != http.StatusOK {
+		t.Fatalf("list v1beta1: %d %s", r.Code, r.Body)
+	}
+	got := warnings(t, r.Header)
+	want := "admissionregistration.k8s.io/v1beta1 ValidatingAdmissionPolicy is deprecated in v1.31+, unavailable in v1.34+"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("warnings = %q, want [%q]", got, want)
+	}
+	r = k.do(t, "GET", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", nil)
+	if got := warnings(t, r.Header); len(got) != 0 {
+		t.Errorf("v1 warnings = %q, want none", got)
+	}
+}

@@ -185,6 +185,9 @@ func methodNotAllowed(r *http.Request) error {
 
 // serveResource dispatches a resource request to its verb.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	if text, ok := req.res.DeprecationWarnings[req.version]; ok {
+		addWarning(w, text)
+	}
 	q := r.URL.Query()
 	isWatch := req.watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
 	if req.subresource == "finalize" && r.Method != http.MethodPut {

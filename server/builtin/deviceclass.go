@@ -8,6 +8,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/deprecation"
 
 	"github.com/kapi-dev/kapi/server/registry"
 	v "github.com/kapi-dev/kapi/server/validation/resource"
@@ -38,11 +41,25 @@ func deviceClassResource() *registry.Resource {
 	}
 }
 
+// The Kubernetes release kapi serves the API of.
+const servedMajor, servedMinor = 1, 33
+
 // Register adds every built-in kind to reg, in the order discovery lists
 // their groups.
 func Register(reg *registry.Registry) {
 	add := func(r *registry.Resource, goTypes map[string]func() interface{}) {
 		r.GoType = func(version string) interface{} { return goTypes[version]() }
+		for version, newObj := range goTypes {
+			// The k8s.io/api types know their release lifecycle; kube-apiserver
+			// warns on every request through a deprecated version.
+			if obj, ok := newObj().(runtime.Object); ok && deprecation.IsDeprecated(obj, servedMajor, servedMinor) {
+				if r.DeprecationWarnings == nil {
+					r.DeprecationWarnings = map[string]string{}
+				}
+				obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: r.Group, Version: version, Kind: r.Kind})
+				r.DeprecationWarnings[version] = deprecation.WarningMessage(obj)
+			}
+		}
 		reg.Add(r)
 	}
 	add(namespaceResource(), map[string]func() interface{}{"v1": func() interface{} { return &corev1.Namespace{} }})

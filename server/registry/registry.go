@@ -86,6 +86,9 @@ type Resource struct {
 	Categories     []string
 	// Status is true when the resource has a /status subresource.
 	Status bool
+	// DeprecationWarnings holds, per deprecated version, the Warning sent
+	// with every request through it.
+	DeprecationWarnings map[string]string
 	// NoDeleteCollection is true for resources without deletecollection
 	// (namespaces).
 	NoDeleteCollection bool
