@@ -38,6 +38,7 @@ func run() error {
 	verbosity := flag.Int("v", 0, "log verbosity: 0 info, 1 and more debug")
 	compactionInterval := flag.Duration("compaction-interval", 5*time.Minute, "how often old changelog history is compacted")
 	historyAge := flag.Duration("history-retention", 10*time.Minute, "keep changelog history at least this long (watch and continue resume window)")
+	bookmarkInterval := flag.Duration("watch-bookmark-interval", time.Minute, "how often a watch that allows bookmarks gets one")
 	historyRevisions := flag.Int64("history-revisions", 10000, "keep at least this many of the newest revisions")
 	flag.Parse()
 
@@ -69,7 +70,7 @@ func run() error {
 
 	reg := registry.New()
 	builtin.Register(reg)
-	srv := server.New(store, reg, log)
+	srv := server.New(store, reg, log, server.Options{BookmarkInterval: *bookmarkInterval})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}

@@ -147,6 +147,12 @@ func tryStart(t testing.TB, dataDir string, args []string) (*kapi, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// A test may pin the address (to restart kapi where clients expect it).
+	for i, a := range args {
+		if a == "--listen" && i+1 < len(args) {
+			addr = args[i+1]
+		}
+	}
 	k := &kapi{
 		Kubeconfig: filepath.Join(dataDir, "kubeconfig"),
 		DataDir:    dataDir,

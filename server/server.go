@@ -33,6 +33,7 @@ type Server struct {
 	store *storage.Store
 	reg   *registry.Registry
 	log   *slog.Logger
+	opts  Options
 
 	finalizer *finalizer
 	// stopping is closed when the server begins to shut down; long-running
@@ -41,9 +42,19 @@ type Server struct {
 	stoppingOnce sync.Once
 }
 
+// Options tune a Server.
+type Options struct {
+	// BookmarkInterval is how often a watch that allows bookmarks gets
+	// one (kube-apiserver: about a minute).
+	BookmarkInterval time.Duration
+}
+
 // New returns a Server over store serving the resources of reg.
-func New(store *storage.Store, reg *registry.Registry, log *slog.Logger) *Server {
-	s := &Server{store: store, reg: reg, log: log, stopping: make(chan struct{})}
+func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Options) *Server {
+	if opts.BookmarkInterval <= 0 {
+		opts.BookmarkInterval = time.Minute
+	}
+	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{})}
 	s.finalizer = newFinalizer(s)
 	return s
 }

@@ -23,8 +23,6 @@ const (
 	// minWatchTimeout is kube-apiserver's --min-request-timeout default: a
 	// watch without timeoutSeconds lasts between one and two of it.
 	minWatchTimeout = 30 * time.Minute
-	// bookmarkInterval is how often a watch that allows bookmarks gets one.
-	bookmarkInterval = time.Minute
 	// watchBuffer is how many events a watcher may fall behind before it
 	// is closed (it then re-watches from its last resourceVersion).
 	watchBuffer = 1024
@@ -111,7 +109,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	}
 	var bookmarks <-chan time.Time
 	if opts.AllowWatchBookmarks {
-		t := time.NewTicker(bookmarkInterval)
+		t := time.NewTicker(s.opts.BookmarkInterval)
 		defer t.Stop()
 		bookmarks = t.C
 	}
@@ -149,6 +147,10 @@ func (s *Server) watchStart(ctx context.Context, ww *watchWriter, opts *metainte
 	initial := rv == "" || rv == "0"
 	if opts.SendInitialEvents != nil {
 		initial = *opts.SendInitialEvents
+		if !initial && (rv == "" || rv == "0") {
+			// No initial state: changes from now on.
+			return subRev, nil
+		}
 	}
 	if initial {
 		items, lm, err := s.listObjects(ctx, ww.req.res, ww.req.namespace, &metainternalversion.ListOptions{

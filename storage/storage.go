@@ -259,6 +259,9 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if rev > s.CurrentRev() {
+		return ErrFutureRev
+	}
 	return s.db.compact(ctx, rev)
 }
 
