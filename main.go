@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -100,7 +101,8 @@ func run() error {
 	if err := writeKubeconfig(kubeconfig, url); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	conns := &newConns{m: map[net.Conn]bool{}}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ConnState: conns.track}
 	log.Info("kapi serving", "url", url, "kubeconfig", kubeconfig, "in-memory", *inMemory, "data-dir", *dataDir)
 
 	errc := make(chan error, 1)
@@ -112,6 +114,15 @@ func run() error {
 	}
 	log.Info("shutting down: draining in-flight requests")
 	srv.BeginShutdown()
+	// http.Server.Shutdown waits up to 5s for connections that have not
+	// sent a request yet (clients re-connecting their watches); they carry
+	// nothing to drain, so close them.
+	go func() {
+		for i := 0; i < 100; i++ {
+			conns.closeNew()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -120,6 +131,31 @@ func run() error {
 	stopControllers()
 	log.Info("stopped")
 	return nil
+}
+
+// newConns tracks the connections that have not started a request.
+type newConns struct {
+	mu sync.Mutex
+	m  map[net.Conn]bool
+}
+
+func (c *newConns) track(conn net.Conn, state http.ConnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if state == http.StateNew {
+		c.m[conn] = true
+	} else {
+		delete(c.m, conn)
+	}
+}
+
+func (c *newConns) closeNew() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for conn := range c.m {
+		conn.Close()
+		delete(c.m, conn)
+	}
 }
 
 // writeKubeconfig writes a kubeconfig whose current context reaches url.

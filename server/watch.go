@@ -96,6 +96,21 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	})
 	defer unsubscribe()
 
+	// A write blocked on a client that stopped reading must not outlive
+	// the watch or hold up shutdown: end it with a deadline.
+	done, unblocked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(unblocked)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now())
+		case <-s.stopping:
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now())
+		}
+	}()
+	defer func() { close(done); <-unblocked }()
+
 	ww := &watchWriter{s: s, w: w, r: r, flusher: flusher, req: req, out: out, sel: sel}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
