@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/kapi
 
-.PHONY: build run test lint unit e2e
+.PHONY: build run test lint unit e2e bench
 
 build:
 	$(GO) build -o $(BIN) .
@@ -28,3 +28,8 @@ lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# The performance figures recorded in BENCHMARKS.md (kapi and its load
+# generator share the machine).
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./e2e/

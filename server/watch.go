@@ -77,7 +77,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	defer cancel()
 
 	// Subscribe before reading the start state, so no write falls between.
-	events := make(chan storage.Event, watchBuffer)
+	// Pointers keep an idle watcher's buffer small.
+	events := make(chan *storage.Event, watchBuffer)
 	overflow := make(chan struct{})
 	resource := req.res.StorageResource()
 	subRev, unsubscribe := s.store.SubscribeAt(func(ev storage.Event) {
@@ -85,7 +86,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 			return
 		}
 		select {
-		case events <- ev:
+		case events <- &ev:
 		default:
 			select {
 			case <-overflow:
@@ -147,7 +148,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 				continue
 			}
 			last = ev.Object.Rev
-			if !ww.change(ev) {
+			if !ww.change(*ev) {
 				return
 			}
 		}
