@@ -271,7 +271,6 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namesp
 			}
 		}
 	}
-	var decodeErr error
 	if !sel.empty() {
 		so.Predicate = func(o *storage.Object) (bool, error) {
 			u, err := decodeStored(o)
@@ -293,9 +292,6 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namesp
 			return nil, metav1.ListMeta{}, e
 		}
 		return nil, metav1.ListMeta{}, storageError(err, res, "")
-	}
-	if decodeErr != nil {
-		return nil, metav1.ListMeta{}, apierrors.NewInternalError(decodeErr)
 	}
 	items := make([]*unstructured.Unstructured, 0, len(result.Items))
 	for _, o := range result.Items {
@@ -674,6 +670,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 		if err != nil {
 			return nil, false, err
 		}
+		current := obj.DeepCopy()
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != obj.GetUID() {
 				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, obj.GetUID()))
@@ -731,7 +728,8 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 				obj.SetGeneration(g + 1)
 			}
 		}
-		if dryRun {
+		if dryRun || sameObject(obj, current) {
+			// Already marked (a repeated DELETE): nothing to write.
 			return obj, false, nil
 		}
 		_, err = s.store.Update(ctx, key, rev, encoder(obj))
