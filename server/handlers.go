@@ -351,6 +351,7 @@ func (s *Server) table(r *http.Request, req *resourceRequest, version string, ob
 type writeOptions struct {
 	dryRun          bool
 	fieldValidation string
+	fieldManager    string
 }
 
 func parseCreateOptions(r *http.Request) (writeOptions, error) {
@@ -361,7 +362,7 @@ func parseCreateOptions(r *http.Request) (writeOptions, error) {
 	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
-	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation}, nil
+	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation, fieldManager: managerName(opts.FieldManager, r.UserAgent())}, nil
 }
 
 func parseUpdateOptions(r *http.Request) (writeOptions, error) {
@@ -372,7 +373,7 @@ func parseUpdateOptions(r *http.Request) (writeOptions, error) {
 	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
 	}
-	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation}, nil
+	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation, fieldManager: managerName(opts.FieldManager, r.UserAgent())}, nil
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
@@ -391,7 +392,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	created, err := s.createObject(r.Context(), req, obj, opts.dryRun)
+	created, err := s.createObject(r.Context(), req, obj, opts.dryRun, opts.fieldManager)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -402,13 +403,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 // createObject runs the create path of kube-apiserver's generic registry:
 // namespace and name checks, server-set fields, defaults, validation, the
 // namespace lifecycle, then one store write.
-func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+//
+// manager is the field manager the create is recorded for in managedFields
+// (empty when the caller, server-side apply, has recorded it).
+func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, dryRun bool, manager string) (*unstructured.Unstructured, error) {
 	res := req.res
 	if err := checkNamespace(req, obj); err != nil {
 		return nil, err
 	}
 	if err := res.Strategy.Convert(obj, res.StorageVersion); err != nil {
 		return nil, apierrors.NewInternalError(err)
+	}
+	if manager != "" {
+		obj = s.trackUpdate(res, "", nil, obj, manager)
 	}
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
 		obj.SetName(names.SimpleNameGenerator.GenerateName(obj.GetGenerateName()))
@@ -490,8 +497,8 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, apierrors.NewInternalError(err))
 		return
 	}
-	updated, err := s.updateObject(r.Context(), req, opts.dryRun, false, func(*unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		return obj.DeepCopy(), nil
+	updated, err := s.updateObject(r.Context(), req, opts.dryRun, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		return s.trackUpdate(req.res, req.subresource, current, obj.DeepCopy(), opts.fieldManager), nil
 	})
 	if err != nil {
 		writeError(w, r, err)

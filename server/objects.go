@@ -8,6 +8,7 @@ import (
 	"io"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"mime"
 	"net/http"
 	"strconv"
@@ -102,6 +103,11 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v", req.res.Kind, err))
 	}
 	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
+	if err != nil && req.isPatch {
+		// kube-apiserver reports a patch whose result does not decode as
+		// an invalid patch.
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(body), err.Error())})
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", req.res.Kind, err))
 	}

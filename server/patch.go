@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -13,15 +14,23 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
-// patch applies a JSON, merge or strategic merge patch. Server-side apply
-// is not served yet.
+// maxJSONPatchOperations is kube-apiserver's limit on a JSON patch.
+const maxJSONPatchOperations = 10000
+
+// patch applies a JSON patch, a merge patch, a strategic merge patch
+// (built-in kinds) or a server-side apply patch.
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	allowed := []string{string(types.JSONPatchType), string(types.MergePatchType)}
 	if req.res.GoType != nil {
 		allowed = append(allowed, string(types.StrategicMergePatchType))
+	}
+	if req.res.TypeConverter != nil {
+		allowed = append(allowed, string(types.ApplyYAMLPatchType))
 	}
 	body, mt, err := readBody(r, allowed...)
 	if err != nil {
@@ -33,10 +42,20 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	if errs := metav1validation.ValidatePatchOptions(&opts, types.PatchType(mt)); len(errs) > 0 {
+	patchType := types.PatchType(mt)
+	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
 		writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
 		return
 	}
+	dryRun := len(opts.DryRun) > 0
+	req.isPatch = true
+	manager := managerName(opts.FieldManager, r.UserAgent())
+
+	if patchType == types.ApplyYAMLPatchType {
+		s.apply(w, r, req, body, opts, dryRun)
+		return
+	}
+
 	// A patch that names a resourceVersion is a precondition; otherwise
 	// the patch is retried on a conflict, as kube-apiserver does.
 	var probe struct {
@@ -47,7 +66,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	_ = json.Unmarshal(body, &probe)
 	retry := probe.Metadata.ResourceVersion == ""
 
-	updated, err := s.updateObject(r.Context(), req, len(opts.DryRun) > 0, retry, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	updated, err := s.updateObject(r.Context(), req, dryRun, retry, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		live := current.DeepCopy()
 		if err := req.res.Strategy.Convert(current, req.version); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -55,43 +75,162 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		var patched []byte
-		switch types.PatchType(mt) {
-		case types.JSONPatchType:
-			p, err := jsonpatch.DecodePatch(body)
-			if err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-			if patched, err = p.Apply(original); err != nil {
-				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", req.res.GroupResource(), req.name, err.Error(), 0, false)
-			}
-		case types.MergePatchType:
-			if patched, err = jsonpatch.MergePatch(original, body); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-		case types.StrategicMergePatchType:
-			if patched, err = strategicpatch.StrategicMergePatch(original, body, req.res.GoType(req.version)); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-		}
-		obj, err := decodeObject(w, r, req, patched, opts.FieldValidation)
+		patched, err := applyPatch(req, patchType, original, body)
 		if err != nil {
 			return nil, err
 		}
-		if obj.GetName() != req.name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name))
-		}
-		if err := checkNamespace(req, obj); err != nil {
+		obj, err := s.patchedObject(w, r, req, live, patched, opts.FieldValidation)
+		if err != nil {
 			return nil, err
 		}
-		if obj.GetUID() != current.GetUID() {
-			return nil, apierrors.NewConflict(req.res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", obj.GetUID(), current.GetUID()))
+		return s.trackUpdate(req.res, req.subresource, live, obj, manager), nil
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s.respondObject(w, r, req, http.StatusOK, updated)
+}
+
+// applyPatch applies a JSON, merge or strategic merge patch to original,
+// answering bad patches as kube-apiserver does.
+func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch []byte) ([]byte, error) {
+	switch patchType {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		if err := req.res.Strategy.Convert(obj, req.res.StorageVersion); err != nil {
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
+		}
+		patched, err := p.Apply(original)
+		if err != nil {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+		return patched, nil
+	case types.MergePatchType:
+		patched, err := jsonpatch.MergePatch(original, patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return patched, nil
+	case types.StrategicMergePatchType:
+		var patchMap map[string]interface{}
+		if err := utiljson.Unmarshal(patch, &patchMap); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		patched, err := strategicpatch.StrategicMergePatch(original, patch, req.res.GoType(req.version))
+		if err != nil {
+			return nil, interpretStrategicMergePatchError(err)
+		}
+		return patched, nil
+	}
+	return nil, apierrors.NewBadRequest(fmt.Sprintf("unsupported patch type %q", patchType))
+}
+
+// interpretStrategicMergePatchError maps the strategic merge patch
+// library's errors to kube-apiserver's answers.
+func interpretStrategicMergePatchError(err error) error {
+	switch {
+	case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
+		errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
+		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
+		return apierrors.NewBadRequest(err.Error())
+	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
+		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	}
+	return apierrors.NewBadRequest(err.Error())
+}
+
+// patchedObject decodes a patch's result (in the request's version) as a
+// write of it, checks what a patch may not change, and returns it in the
+// storage version.
+func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, live *unstructured.Unstructured, patched []byte, fieldValidation string) (*unstructured.Unstructured, error) {
+	obj, err := decodeObject(w, r, req, patched, fieldValidation)
+	if err != nil {
+		return nil, err
+	}
+	if obj.GetName() != req.name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name))
+	}
+	if err := checkNamespace(req, obj); err != nil {
+		return nil, err
+	}
+	if live != nil && obj.GetUID() != live.GetUID() {
+		return nil, apierrors.NewConflict(req.res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", obj.GetUID(), live.GetUID()))
+	}
+	if err := req.res.Strategy.Convert(obj, req.res.StorageVersion); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
+}
+
+// apply runs a server-side apply patch: the applied configuration merges
+// into the live object by the schema's list types and map keys, managed
+// fields say who owns what, and a change to a field another manager owns is
+// a 409 conflict unless force is set. An apply to a missing object creates
+// it.
+func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, opts metav1.PatchOptions, dryRun bool) {
+	applied := &unstructured.Unstructured{}
+	if err := utiljson.Unmarshal(body, &applied.Object); err != nil || applied.Object == nil {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err)))
+		return
+	}
+	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}
+	if applied.GetAPIVersion() == gv.String() {
+		if err := req.res.Strategy.Convert(applied, req.res.StorageVersion); err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+	}
+	force := opts.Force != nil && *opts.Force
+	fm, err := s.fieldManagers.get(req.res, req.subresource)
+	if err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	merge := func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		out, err := fm.Apply(live, applied.DeepCopy(), opts.FieldManager, force)
+		if err != nil {
+			if _, ok := err.(apierrors.APIStatus); ok {
+				return nil, err
+			}
+			// A configuration that does not fit the kind's schema.
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		merged, ok := out.(*unstructured.Unstructured)
+		if !ok {
+			return nil, apierrors.NewInternalError(fmt.Errorf("apply returned %T", out))
+		}
+		if err := req.res.Strategy.Convert(merged, req.version); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		return obj, nil
-	})
+		data, err := json.Marshal(merged.Object)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return s.patchedObject(w, r, req, live, data, opts.FieldValidation)
+	}
+
+	updated, err := s.updateObject(r.Context(), req, dryRun, true, merge)
+	if apierrors.IsNotFound(err) && req.subresource == "" {
+		// Create on apply.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(schema.GroupVersionKind{Group: req.res.Group, Version: req.res.StorageVersion, Kind: req.res.Kind})
+		live.SetName(req.name)
+		live.SetNamespace(req.namespace)
+		obj, err := merge(live)
+		if err == nil {
+			obj, err = s.createObject(r.Context(), req, obj, dryRun, "")
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		s.respondObject(w, r, req, http.StatusCreated, obj)
+		return
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

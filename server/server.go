@@ -35,7 +35,8 @@ type Server struct {
 	log   *slog.Logger
 	opts  Options
 
-	finalizer *finalizer
+	finalizer     *finalizer
+	fieldManagers fieldManagers
 	// stopping is closed when the server begins to shut down; long-running
 	// requests (watches) end then.
 	stopping     chan struct{}
@@ -146,6 +147,8 @@ type resourceRequest struct {
 	subresource string
 	// watchPath is true for the deprecated /watch/ paths.
 	watchPath bool
+	// isPatch is true while a PATCH decodes its result.
+	isPatch bool
 }
 
 // parseResourcePath parses [watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]].
@@ -259,7 +262,7 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 		obj.SetAPIVersion("v1")
 		obj.SetKind("Namespace")
 		obj.SetName(name)
-		_, err := s.createObject(ctx, &resourceRequest{res: res, version: "v1"}, obj, false)
+		_, err := s.createObject(ctx, &resourceRequest{res: res, version: "v1"}, obj, false, "kube-apiserver")
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}

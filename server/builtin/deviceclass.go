@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
 
+	"github.com/kapi-dev/kapi/openapi"
 	"github.com/kapi-dev/kapi/server/registry"
 	v "github.com/kapi-dev/kapi/server/validation/resource"
 )
@@ -47,8 +48,10 @@ const servedMajor, servedMinor = 1, 33
 // Register adds every built-in kind to reg, in the order discovery lists
 // their groups.
 func Register(reg *registry.Registry) {
+	typeConverter := openapi.BuiltinTypeConverter(Scheme)
 	add := func(r *registry.Resource, goTypes map[string]func() interface{}) {
 		r.GoType = func(version string) interface{} { return goTypes[version]() }
+		r.TypeConverter = typeConverter
 		for version, newObj := range goTypes {
 			// The k8s.io/api types know their release lifecycle; kube-apiserver
 			// warns on every request through a deprecated version.

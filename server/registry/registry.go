@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -98,6 +99,9 @@ type Resource struct {
 	ReturnDeletedObject bool
 	Strategy            Strategy
 	Table               TableConvertor
+	// TypeConverter turns objects into structured-merge-diff values for
+	// managedFields and server-side apply (nil: neither is available).
+	TypeConverter managedfields.TypeConverter
 	// GoType returns a zero value of the kind's Go type in version, for
 	// strategic merge patch; nil for kinds without one (custom resources).
 	GoType func(version string) interface{}
