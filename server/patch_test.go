@@ -1,0 +1,102 @@
+package server
+
+import (
+	"strings"
+	"testing"
+)
+
+const vwcPath = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+const vwcBody = `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration",
+"metadata":{"name":"p"},"webhooks":[{"name":"a.example.com","sideEffects":"None","admissionReviewVersions":["v1"],
+"clientConfig":{"url":"https://example.com"}}]}`
+
+func TestPatchTypes(t *testing.T) {
+	ts := newTestServer(t)
+	if code, body := call(t, ts, "POST", vwcPath, "application/json", vwcBody); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	tests := []struct {
+		name, contentType, patch string
+		code                     int
+		want                     string // in the response body
+	}{
+		{"json patch", "application/json-patch+json", `[{"op":"replace","path":"/webhooks/0/timeoutSeconds","value":5}]`, 200, `"timeoutSeconds":5`},
+		{"json patch test fails", "application/json-patch+json", `[{"op":"test","path":"/metadata/name","value":"x"}]`, 422, `"code":422`},
+		{"json patch malformed", "application/json-patch+json", `{"op":"add"}`, 400, `"reason":"BadRequest"`},
+		{"merge patch", "application/merge-patch+json", `{"metadata":{"labels":{"a":"b"}}}`, 200, `"a":"b"`},
+		{"merge patch malformed", "application/merge-patch+json", `{`, 400, `"reason":"BadRequest"`},
+		{"merge patch wrong type", "application/merge-patch+json", `{"webhooks":"x"}`, 422, `"field":"patch"`},
+		{"strategic merge adds by key", "application/strategic-merge-patch+json",
+			`{"webhooks":[{"name":"b.example.com","sideEffects":"None","admissionReviewVersions":["v1"],"clientConfig":{"url":"https://example.com"}}]}`,
+			200, `"name":"a.example.com"`},
+		{"strategic merge malformed", "application/strategic-merge-patch+json", `[1]`, 400, `"reason":"BadRequest"`},
+		{"name change", "application/merge-patch+json", `{"metadata":{"name":"q"}}`, 400, `does not match the name on the URL`},
+		{"uid change", "application/merge-patch+json", `{"metadata":{"uid":"00000000-0000-0000-0000-000000000000"}}`, 409, `Precondition failed: UID`},
+		{"invalid result", "application/merge-patch+json", `{"webhooks":[{"name":"a.example.com","sideEffects":"Some","admissionReviewVersions":["v1"],"clientConfig":{"url":"https://example.com"}}]}`, 422, `webhooks[0].sideEffects`},
+		{"unsupported type", "text/plain", `x`, 415, `"reason":"UnsupportedMediaType"`},
+		{"apply without fieldManager", "application/apply-patch+yaml", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: p\n", 422, `fieldManager`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := call(t, ts, "PATCH", vwcPath+"/p", tc.contentType, tc.patch)
+			if code != tc.code || !strings.Contains(body, tc.want) {
+				t.Errorf("PATCH %s: %d %.400s; want %d containing %q", tc.contentType, code, body, tc.code, tc.want)
+			}
+		})
+	}
+	// The strategic merge kept the first webhook and added the second.
+	_, body := call(t, ts, "GET", vwcPath+"/p", "", "")
+	if !strings.Contains(body, `"a.example.com"`) || !strings.Contains(body, `"b.example.com"`) {
+		t.Errorf("after the strategic merge: %s", body)
+	}
+}
+
+func TestApplyConflictsAndForce(t *testing.T) {
+	ts := newTestServer(t)
+	cfg := func(timeout int) string {
+		return "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: s\nwebhooks:\n" +
+			"- name: a.example.com\n  sideEffects: None\n  admissionReviewVersions: [v1]\n  clientConfig: {url: 'https://example.com'}\n" +
+			"  timeoutSeconds: " + string(rune('0'+timeout)) + "\n"
+	}
+	if code, body := call(t, ts, "PATCH", vwcPath+"/s?fieldManager=alice", "application/apply-patch+yaml", cfg(5)); code != 201 {
+		t.Fatalf("create on apply: %d %s", code, body)
+	}
+	code, body := call(t, ts, "PATCH", vwcPath+"/s?fieldManager=bob", "application/apply-patch+yaml", cfg(7))
+	if code != 409 || !strings.Contains(body, `"reason":"FieldManagerConflict"`) || !strings.Contains(body, `alice`) || !strings.Contains(body, `timeoutSeconds`) {
+		t.Fatalf("conflicting apply: %d %s", code, body)
+	}
+	code, body = call(t, ts, "PATCH", vwcPath+"/s?fieldManager=bob&force=true", "application/apply-patch+yaml", cfg(7))
+	if code != 200 || !strings.Contains(body, `"timeoutSeconds":7`) || !strings.Contains(body, `"manager":"bob"`) {
+		t.Fatalf("forced apply: %d %s", code, body)
+	}
+	code, body = call(t, ts, "PATCH", vwcPath+"/s?fieldManager=bob", "application/merge-patch+json", `{}`)
+	if code != 200 {
+		t.Fatalf("empty merge patch: %d %s", code, body)
+	}
+	code, body = call(t, ts, "PATCH", vwcPath+"/s?fieldManager=bob&force=true", "application/merge-patch+json", `{}`)
+	if code != 422 || !strings.Contains(body, "force") {
+		t.Fatalf("force on a merge patch: %d %s", code, body)
+	}
+	// dryRun: the answer shows the change, the store keeps the old state.
+	code, body = call(t, ts, "PATCH", vwcPath+"/s?fieldManager=bob&dryRun=All", "application/apply-patch+yaml", cfg(3))
+	if code != 200 || !strings.Contains(body, `"timeoutSeconds":3`) {
+		t.Fatalf("dry-run apply: %d %s", code, body)
+	}
+	if _, body = call(t, ts, "GET", vwcPath+"/s", "", ""); !strings.Contains(body, `"timeoutSeconds":7`) {
+		t.Fatalf("dry-run apply persisted: %s", body)
+	}
+}
+
+func TestManagerName(t *testing.T) {
+	for _, tc := range []struct{ fieldManager, ua, want string }{
+		{"mine", "kubectl/v1.32.4 (linux/amd64)", "mine"},
+		{"", "kubectl/v1.32.4 (linux/amd64) kubernetes/abc", "kubectl"},
+		{"", "controller\x01name/1.0", "controllername"},
+		{"", strings.Repeat("x", 200) + "/1", strings.Repeat("x", 128)},
+	} {
+		if got := managerName(tc.fieldManager, tc.ua); got != tc.want {
+			t.Errorf("managerName(%q, %q) = %q, want %q", tc.fieldManager, tc.ua, got, tc.want)
+		}
+	}
+}

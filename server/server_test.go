@@ -1,0 +1,57 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// newTestServer serves the built-in kinds from an in-memory store.
+func newTestServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	store, err := storage.Open(ctx, storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New()
+	builtin.Register(reg)
+	s := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	if err := s.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		s.BeginShutdown()
+		ts.Close()
+		store.Close()
+	})
+	return ts
+}
+
+// call sends a request and returns the status code and body.
+func call(t *testing.T, ts *httptest.Server, method, path, contentType, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
