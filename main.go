@@ -34,7 +34,7 @@ func run() error {
 	dataDir := flag.String("data-dir", "./kapi-data", "directory of the SQLite database (and the default kubeconfig)")
 	inMemory := flag.Bool("in-memory", false, "keep every object in memory only: a throwaway store")
 	kubeconfigOut := flag.String("kubeconfig-out", "", "where to write a kubeconfig for this server (default <data-dir>/kubeconfig)")
-	durable := flag.Bool("durable", true, "make every acknowledged write survive a power loss (fsync on commit); false still survives a process kill")
+	syncMode := flag.String("sync", "full", "full: an acknowledged write survives a power loss (fsync on every commit); normal: it survives a crash of kapi")
 	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	verbosity := flag.Int("v", 0, "log verbosity: 0 info, 1 and more debug")
 	compactionInterval := flag.Duration("compaction-interval", 5*time.Minute, "how often old changelog history is compacted")
@@ -52,7 +52,10 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	opts := storage.Options{InMemory: *inMemory, Durable: *durable}
+	if *syncMode != "full" && *syncMode != "normal" {
+		return fmt.Errorf("--sync must be full or normal, not %q", *syncMode)
+	}
+	opts := storage.Options{InMemory: *inMemory, Durable: *syncMode == "full"}
 	if !*inMemory {
 		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 			return err
