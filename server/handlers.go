@@ -440,7 +440,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 		// Validation reports a missing name; this guards the store.
 		return nil, apierrors.NewBadRequest("name is required")
 	}
-	if err := s.admitNamespace(ctx, res, obj.GetNamespace()); err != nil {
+	if err := s.admitNamespace(ctx, res, obj.GetNamespace(), obj.GetName()); err != nil {
 		return nil, err
 	}
 	if dryRun {

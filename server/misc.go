@@ -83,7 +83,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // admitNamespace runs the namespace lifecycle check of a create.
-func (s *Server) admitNamespace(ctx context.Context, res *registry.Resource, namespace string) error {
+func (s *Server) admitNamespace(ctx context.Context, res *registry.Resource, namespace, name string) error {
 	if !res.Namespaced {
 		return nil
 	}
@@ -95,7 +95,7 @@ func (s *Server) admitNamespace(ctx context.Context, res *registry.Resource, nam
 		}
 		phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
 		return corev1.NamespacePhase(phase), nil
-	}, res.GroupResource(), namespace, "")
+	}, res.GroupResource(), namespace, name)
 }
 
 func fieldErrorRVRequired() field.ErrorList {
