@@ -5,8 +5,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +76,7 @@ func (s *Server) BeginShutdown() {
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests)
+	r.Use(s.logRequests, s.recoverPanics)
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r.Get(p, s.serveHealth)
@@ -299,5 +301,22 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "code", rec.code,
 			"latency", time.Since(start), "userAgent", r.UserAgent())
+	})
+}
+
+// recoverPanics answers a request whose handler panicked with a 500 Status
+// (a bug of kapi, logged with its stack) instead of a dropped connection.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				writeError(w, r, apierrors.NewInternalError(fmt.Errorf("kapi failed to serve the request: %v", v)))
+			}
+		}()
+		next.ServeHTTP(w, r)
 	})
 }
