@@ -58,6 +58,11 @@ func (s *typed[T]) Decode(version string, body []byte) (*unstructured.Unstructur
 	if err != nil {
 		return nil, nil, err
 	}
+	// kube-apiserver defaults an object as it decodes it, so that what the
+	// writer sent and the defaults are alike its own (managedFields).
+	if s.defaults != nil {
+		s.defaults(obj)
+	}
 	u, err := toUnstructured(obj)
 	if err != nil {
 		return nil, nil, err
