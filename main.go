@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kapi-dev/kapi/admission/webhook"
 	"github.com/kapi-dev/kapi/server"
 	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
@@ -40,6 +41,7 @@ func run() error {
 	compactionInterval := flag.Duration("compaction-interval", 5*time.Minute, "how often old changelog history is compacted")
 	historyAge := flag.Duration("history-retention", 10*time.Minute, "keep changelog history at least this long (watch and continue resume window)")
 	bookmarkInterval := flag.Duration("watch-bookmark-interval", time.Minute, "how often a watch that allows bookmarks gets one")
+	serviceResolver := flag.String("service-resolver", "", "where webhook service references go, as namespace/name:port=host:port[,...] (kapi serves no Services)")
 	historyRevisions := flag.Int64("history-revisions", 10000, "keep at least this many of the newest revisions")
 	flag.Parse()
 
@@ -74,7 +76,14 @@ func run() error {
 
 	reg := registry.New()
 	builtin.Register(reg)
-	srv := server.New(store, reg, log, server.Options{BookmarkInterval: *bookmarkInterval})
+	resolver, err := webhook.ParseServiceResolver(*serviceResolver)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(store, reg, log, server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver})
+	if err != nil {
+		return err
+	}
 	if err := srv.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}

@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	apiextensionsapply "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	clientgoapply "k8s.io/client-go/applyconfigurations"
@@ -9,16 +8,17 @@ import (
 )
 
 // BuiltinTypeConverter converts objects of the built-in kinds to and from
-// structured-merge-diff values, as server-side apply needs. Its schemas are
-// the ones k8s.io/client-go (core, admissionregistration, resource) and
-// apiextensions-apiserver (CustomResourceDefinition) generate from the
-// kinds' OpenAPI definitions, with their list types and map keys. scheme
-// must know the Go types of the kinds.
-func BuiltinTypeConverter(scheme *runtime.Scheme) managedfields.TypeConverter {
-	return typeConverter{
-		core:          clientgoapply.NewTypeConverter(scheme),
-		apiextensions: apiextensionsapply.NewTypeConverter(scheme),
+// structured-merge-diff values, as server-side apply needs. Its schemas
+// come from the kinds' generated OpenAPI definitions, with their list
+// types and map keys: k8s.io/client-go's for core, admissionregistration
+// and resource, apiextensions-apiserver's for CustomResourceDefinition.
+// scheme must know the Go types of the kinds.
+func BuiltinTypeConverter(scheme *runtime.Scheme) (managedfields.TypeConverter, error) {
+	ext, err := apiextensionsTypeConverter()
+	if err != nil {
+		return nil, err
 	}
+	return typeConverter{core: clientgoapply.NewTypeConverter(scheme), apiextensions: ext}, nil
 }
 
 type typeConverter struct {

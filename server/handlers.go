@@ -328,11 +328,12 @@ func (s *Server) table(r *http.Request, req *resourceRequest, version string, ob
 		ListMeta: lm,
 		Rows:     []metav1.TableRow{},
 	}
+	tc := req.res.TableFor(req.version)
 	if !opts.NoHeaders {
-		t.ColumnDefinitions = req.res.Table.Columns
+		t.ColumnDefinitions = tc.Columns
 	}
 	for _, obj := range objs {
-		row := metav1.TableRow{Cells: req.res.Table.Cells(obj)}
+		row := metav1.TableRow{Cells: tc.Cells(obj)}
 		switch opts.IncludeObject {
 		case metav1.IncludeObject:
 			data, _ := json.Marshal(obj.Object)
@@ -408,6 +409,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 // (empty when the caller, server-side apply, has recorded it).
 func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, dryRun bool, manager string) (*unstructured.Unstructured, error) {
 	res := req.res
+	if res.Terminating {
+		e := apierrors.NewMethodNotSupported(res.GroupResource(), "create")
+		e.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+		return nil, e
+	}
 	if err := checkNamespace(req, obj); err != nil {
 		return nil, err
 	}

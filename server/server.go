@@ -6,6 +6,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/kapi-dev/kapi/admission/webhook"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -38,6 +40,7 @@ type Server struct {
 	opts  Options
 
 	finalizer     *finalizer
+	crds          *crdController
 	fieldManagers fieldManagers
 	// stopping is closed when the server begins to shut down; long-running
 	// requests (watches) end then.
@@ -50,20 +53,33 @@ type Options struct {
 	// BookmarkInterval is how often a watch that allows bookmarks gets
 	// one (kube-apiserver: about a minute).
 	BookmarkInterval time.Duration
+	// ServiceResolver resolves the service references of webhooks
+	// (CRD conversion).
+	ServiceResolver webhookutil.ServiceResolver
 }
 
 // New returns a Server over store serving the resources of reg.
-func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Options) *Server {
+func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Options) (*Server, error) {
 	if opts.BookmarkInterval <= 0 {
 		opts.BookmarkInterval = time.Minute
 	}
+	if opts.ServiceResolver == nil {
+		opts.ServiceResolver, _ = webhook.ParseServiceResolver("")
+	}
 	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{})}
 	s.finalizer = newFinalizer(s)
-	return s
+	var err error
+	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-// Start runs the controllers until ctx ends.
+// Start serves the stored CRDs and runs the controllers until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.crds.start(ctx); err != nil {
+		return err
+	}
 	return s.finalizer.start(ctx)
 }
 

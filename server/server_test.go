@@ -24,7 +24,10 @@ func newTestServer(t *testing.T) *httptest.Server {
 	}
 	reg := registry.New()
 	builtin.Register(reg)
-	s := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	s, err := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}

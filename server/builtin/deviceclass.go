@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"fmt"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,11 @@ const servedMajor, servedMinor = 1, 33
 // Register adds every built-in kind to reg, in the order discovery lists
 // their groups.
 func Register(reg *registry.Registry) {
-	typeConverter := openapi.BuiltinTypeConverter(Scheme)
+	typeConverter, err := openapi.BuiltinTypeConverter(Scheme)
+	if err != nil {
+		// The schemas are compiled in: this is a bug of kapi's build.
+		panic(fmt.Sprintf("builtin: type converter: %v", err))
+	}
 	add := func(r *registry.Resource, goTypes map[string]func() interface{}) {
 		r.GoType = func(version string) interface{} { return goTypes[version]() }
 		r.TypeConverter = typeConverter

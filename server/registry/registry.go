@@ -87,6 +87,14 @@ type Resource struct {
 	Categories     []string
 	// Status is true when the resource has a /status subresource.
 	Status bool
+	// VersionTables, when set, holds the Table of each version (custom
+	// resources print per-version columns); Table serves otherwise.
+	VersionTables map[string]TableConvertor
+	// Scale is set when the resource has a /scale subresource.
+	Scale *Scale
+	// Terminating is set while the resource's CRD is being deleted:
+	// creates are refused.
+	Terminating bool
 	// DeprecationWarnings holds, per deprecated version, the Warning sent
 	// with every request through it.
 	DeprecationWarnings map[string]string
@@ -108,6 +116,21 @@ type Resource struct {
 	// FieldLabels returns the fields a fieldSelector may use beyond
 	// metadata.name and metadata.namespace (nil for none).
 	FieldLabels func(obj *unstructured.Unstructured) fields.Set
+}
+
+// Scale says where a resource keeps what its autoscaling/v1 Scale shows.
+type Scale struct {
+	SpecReplicasPath   string
+	StatusReplicasPath string
+	LabelSelectorPath  string
+}
+
+// TableFor returns the Table convertor of version.
+func (r *Resource) TableFor(version string) TableConvertor {
+	if t, ok := r.VersionTables[version]; ok {
+		return t
+	}
+	return r.Table
 }
 
 // StorageResource is the store's resource name: "<group>/<plural>".

@@ -1,0 +1,293 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+
+	"github.com/kapi-dev/kapi/server/customresource"
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+const crdStorageResource = "apiextensions.k8s.io/customresourcedefinitions"
+
+// crdController keeps CRDs and the registry in step, as kube-apiserver's
+// naming and establishing controllers and its CRD handler do: it accepts
+// the names of each CRD that do not conflict with another CRD of its group
+// (NamesAccepted), serves its resource, then marks it Established; a CRD
+// that goes stops being served.
+type crdController struct {
+	s          *Server
+	converters *conversion.CRConverterFactory
+
+	mu     sync.Mutex
+	queue  map[string]bool
+	wake   chan struct{}
+	served map[string]schema.GroupResource // CRD name → resource it serves
+}
+
+func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdController, error) {
+	converters, err := conversion.NewCRConverterFactory(resolver, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &crdController{s: s, converters: converters, queue: map[string]bool{}, wake: make(chan struct{}, 1), served: map[string]schema.GroupResource{}}, nil
+}
+
+func (c *crdController) enqueue(name string) {
+	c.mu.Lock()
+	c.queue[name] = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// start serves the CRDs stored so far, before the server takes requests,
+// and then follows every CRD write.
+func (c *crdController) start(ctx context.Context) error {
+	c.s.store.Subscribe(func(ev storage.Event) {
+		if ev.Object.Resource == crdStorageResource {
+			c.enqueue(ev.Object.Name)
+		}
+	})
+	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, obj := range items {
+		if err := c.sync(ctx, obj.GetName()); err != nil {
+			c.s.log.Warn("serving a CRD", "crd", obj.GetName(), "err", err)
+		}
+	}
+	go c.run(ctx)
+	return nil
+}
+
+func (c *crdController) run(ctx context.Context) {
+	retry := time.NewTicker(time.Second)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-retry.C:
+		}
+		c.mu.Lock()
+		work := c.queue
+		c.queue = map[string]bool{}
+		c.mu.Unlock()
+		for name := range work {
+			if err := c.sync(ctx, name); err != nil && ctx.Err() == nil {
+				c.s.log.Warn("serving a CRD", "crd", name, "err", err)
+				c.mu.Lock()
+				c.queue[name] = true
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+// sync brings one CRD's names, conditions and served resource up to date.
+func (c *crdController) sync(ctx context.Context, name string) error {
+	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+	obj, _, err := c.s.getObject(ctx, res, "", name)
+	if apierrors.IsNotFound(err) {
+		c.unserve(name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
+		return err
+	}
+	others, err := c.otherCRDs(ctx, crd)
+	if err != nil {
+		return err
+	}
+	updated := crd.DeepCopy()
+	names, namesAccepted, established := acceptNames(crd, others)
+	updated.Status.AcceptedNames = names
+	apihelpers.SetCRDCondition(updated, namesAccepted)
+	apihelpers.SetCRDCondition(updated, established)
+
+	if namesAccepted.Status == apiextensionsv1.ConditionTrue {
+		served, err := customresource.New(updated, c.converters)
+		if err != nil {
+			return fmt.Errorf("building the resource of %s: %w", name, err)
+		}
+		served.Terminating = crd.DeletionTimestamp != nil
+		c.serve(name, served)
+		// The endpoint is served: now the CRD is Established.
+		if !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
+			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{
+				Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue,
+				Reason: "InitialNamesAccepted", Message: "the initial names have been accepted",
+			})
+		}
+	}
+	if equality.Semantic.DeepEqual(updated.Status, crd.Status) {
+		return nil
+	}
+	return c.writeStatus(ctx, res, updated)
+}
+
+// writeStatus stores the CRD's new status as kube-apiserver's controllers
+// do, through the /status rules.
+func (c *crdController) writeStatus(ctx context.Context, res *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return err
+	}
+	want := &unstructured.Unstructured{Object: u}
+	req := &resourceRequest{res: res, version: "v1", name: crd.Name, subresource: "status"}
+	_, err = c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if current.GetResourceVersion() != want.GetResourceVersion() {
+			// Changed meanwhile: the next sync recomputes from it.
+			return nil, apierrors.NewConflict(res.GroupResource(), crd.Name, fmt.Errorf("changed while syncing"))
+		}
+		return c.s.trackUpdate(res, "status", current, want.DeepCopy(), "kube-apiserver"), nil
+	})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		c.enqueue(crd.Name)
+		return nil
+	}
+	return err
+}
+
+func (c *crdController) serve(name string, res *registry.Resource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.served[name]; ok && old != res.GroupResource() {
+		c.s.reg.Remove(old)
+	}
+	c.served[name] = res.GroupResource()
+	c.s.reg.Add(res)
+}
+
+func (c *crdController) unserve(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gr, ok := c.served[name]; ok {
+		c.s.reg.Remove(gr)
+		delete(c.served, name)
+	}
+}
+
+// otherCRDs returns the other CRDs of crd's group.
+func (c *crdController) otherCRDs(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, obj := range items {
+		other := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, other); err != nil {
+			return nil, err
+		}
+		if other.Name != crd.Name && other.Spec.Group == crd.Spec.Group {
+			out = append(out, other)
+		}
+	}
+	return out, nil
+}
+
+// acceptNames decides, as kube-apiserver's naming controller does, which of
+// the CRD's requested names it may use: a name another CRD of the group has
+// accepted is refused with a condition naming the conflict.
+func acceptNames(in *apiextensionsv1.CustomResourceDefinition, others []*apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+	resources, kinds := sets.New[string](), sets.New[string]()
+	for _, o := range others {
+		n := o.Status.AcceptedNames
+		resources.Insert(n.Plural, n.Singular)
+		resources.Insert(n.ShortNames...)
+		kinds.Insert(n.Kind, n.ListKind)
+	}
+	resources.Delete("")
+	kinds.Delete("")
+	fresh := func(requested, accepted string, used sets.Set[string]) error {
+		if requested == accepted || !used.Has(requested) {
+			return nil
+		}
+		return fmt.Errorf("%q is already in use", requested)
+	}
+	cond := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionUnknown}
+	conflict := func(reason string, err error) {
+		cond.Status, cond.Reason, cond.Message = apiextensionsv1.ConditionFalse, reason, err.Error()
+	}
+	req, acc := in.Spec.Names, in.Status.AcceptedNames
+	names := acc
+	if err := fresh(req.Plural, acc.Plural, resources); err != nil {
+		conflict("PluralConflict", err)
+	} else {
+		names.Plural = req.Plural
+	}
+	if err := fresh(req.Singular, acc.Singular, resources); err != nil {
+		conflict("SingularConflict", err)
+	} else {
+		names.Singular = req.Singular
+	}
+	var shortErr error
+	had := sets.New(acc.ShortNames...)
+	for _, sn := range req.ShortNames {
+		if !had.Has(sn) {
+			if err := fresh(sn, "", resources); err != nil && shortErr == nil {
+				shortErr = err
+			}
+		}
+	}
+	if shortErr != nil {
+		conflict("ShortNamesConflict", shortErr)
+	} else {
+		names.ShortNames = req.ShortNames
+	}
+	if err := fresh(req.Kind, acc.Kind, kinds); err != nil {
+		conflict("KindConflict", err)
+	} else {
+		names.Kind = req.Kind
+	}
+	if err := fresh(req.ListKind, acc.ListKind, kinds); err != nil {
+		conflict("ListKindConflict", err)
+	} else {
+		names.ListKind = req.ListKind
+	}
+	names.Categories = req.Categories
+	if cond.Status == apiextensionsv1.ConditionUnknown {
+		cond.Status, cond.Reason, cond.Message = apiextensionsv1.ConditionTrue, "NoConflicts", "no conflicts found"
+	}
+	established := apiextensionsv1.CustomResourceDefinitionCondition{
+		Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
+		Reason: "NotAccepted", Message: "not all names are accepted",
+	}
+	if old := apihelpers.FindCRDCondition(in, apiextensionsv1.Established); old != nil {
+		established = *old
+	}
+	if established.Status != apiextensionsv1.ConditionTrue && cond.Status == apiextensionsv1.ConditionTrue {
+		established = apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
+			Reason: "Installing", Message: "the initial names have been accepted",
+		}
+	}
+	return names, cond, established
+}

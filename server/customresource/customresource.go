@@ -1,0 +1,303 @@
+// Package customresource turns a CustomResourceDefinition into a served
+// resource: its descriptor for the registry and a strategy made of
+// apiextensions-apiserver's own rules (structural schemas, pruning,
+// defaulting, validation with CEL rules and ratcheting, status and scale
+// subresources, printer columns, selectable fields, conversion).
+package customresource
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	crstrategy "k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/kapi-dev/kapi/server/registry"
+)
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	apiextensionsinstall.Install(s)
+	return s
+}()
+
+// version holds what one served version of a CRD needs.
+type version struct {
+	structural *structuralschema.Structural
+	table      registry.TableConvertor
+}
+
+// strategy serves custom resources of one CRD. Objects reach it in the
+// storage version.
+type strategy struct {
+	gk             schema.GroupKind
+	storageVersion string
+	versions       map[string]*version
+	kube           kubeStrategy
+	kubeStatus     kubeStatusStrategy
+	converter      runtime.ObjectConvertor
+}
+
+// kubeStrategy is the part of apiextensions-apiserver's custom resource
+// strategy kapi calls (its type is unexported).
+type kubeStrategy interface {
+	PrepareForCreate(ctx context.Context, obj runtime.Object)
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error)
+}
+
+// kubeStatusStrategy is the /status part of it.
+type kubeStatusStrategy interface {
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// New builds the served resource of crd, whose names must be accepted.
+// converters makes the version converter of the CRD (None or Webhook).
+func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.CRConverterFactory) (*registry.Resource, error) {
+	internal := &apiextensions.CustomResourceDefinition{}
+	if err := scheme.Convert(crd, internal, nil); err != nil {
+		return nil, err
+	}
+	s := &strategy{gk: schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Status.AcceptedNames.Kind}, versions: map[string]*version{}}
+	res := &registry.Resource{
+		Group:      crd.Spec.Group,
+		Kind:       crd.Status.AcceptedNames.Kind,
+		ListKind:   crd.Status.AcceptedNames.ListKind,
+		Plural:     crd.Status.AcceptedNames.Plural,
+		Singular:   crd.Status.AcceptedNames.Singular,
+		Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		ShortNames: crd.Status.AcceptedNames.ShortNames,
+		Categories: crd.Status.AcceptedNames.Categories,
+		Strategy:   s,
+		// Custom resources take no strategic merge patch (415); their
+		// managed fields are tracked by deduced types.
+		TypeConverter:       managedfields.NewDeducedTypeConverter(),
+		VersionTables:       map[string]registry.TableConvertor{},
+		DeprecationWarnings: map[string]string{},
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			res.StorageVersion = v.Name
+		}
+		if !v.Served {
+			continue
+		}
+		res.Versions = append(res.Versions, v.Name)
+		if v.Deprecated {
+			if v.DeprecationWarning != nil {
+				res.DeprecationWarnings[v.Name] = *v.DeprecationWarning
+			} else {
+				res.DeprecationWarnings[v.Name] = fmt.Sprintf("%s/%s %s is deprecated", crd.Spec.Group, v.Name, crd.Status.AcceptedNames.Kind)
+			}
+		}
+	}
+	registry.SortVersions(res.Versions)
+	s.storageVersion = res.StorageVersion
+	for _, v := range crd.Spec.Versions {
+		internalSchema, err := apiextensions.GetSchemaForVersion(internal, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		if internalSchema == nil || internalSchema.OpenAPIV3Schema == nil {
+			return nil, fmt.Errorf("version %s of %s has no schema", v.Name, crd.Name)
+		}
+		structural, err := structuralschema.NewStructural(internalSchema.OpenAPIV3Schema)
+		if err != nil {
+			return nil, fmt.Errorf("version %s of %s: %v", v.Name, crd.Name, err)
+		}
+		ver := &version{structural: structural}
+		columns := v.AdditionalPrinterColumns
+		if len(columns) == 0 {
+			columns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
+		}
+		tc, err := tableconvertor.New(columns)
+		if err != nil {
+			return nil, err
+		}
+		ver.table = tableFrom(tc)
+		res.VersionTables[v.Name] = ver.table
+		s.versions[v.Name] = ver
+
+		if v.Name != res.StorageVersion {
+			continue
+		}
+		// The storage version's rules validate what is stored.
+		validator, _, err := apiservervalidation.NewSchemaValidator(internalSchema.OpenAPIV3Schema)
+		if err != nil {
+			return nil, err
+		}
+		subresources, err := apiextensions.GetSubresourcesForVersion(internal, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		var statusValidator apiservervalidation.SchemaValidator
+		var statusSub *apiextensions.CustomResourceSubresourceStatus
+		var scaleSub *apiextensions.CustomResourceSubresourceScale
+		if subresources != nil && subresources.Status != nil {
+			statusSub = subresources.Status
+			res.Status = true
+			if st, ok := internalSchema.OpenAPIV3Schema.Properties["status"]; ok {
+				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if subresources != nil && subresources.Scale != nil {
+			scaleSub = subresources.Scale
+			res.Scale = &registry.Scale{
+				SpecReplicasPath:   scaleSub.SpecReplicasPath,
+				StatusReplicasPath: scaleSub.StatusReplicasPath,
+			}
+			if scaleSub.LabelSelectorPath != nil {
+				res.Scale.LabelSelectorPath = *scaleSub.LabelSelectorPath
+			}
+		}
+		kind := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Status.AcceptedNames.Kind}
+		kube := crstrategy.NewStrategy(scheme, res.Namespaced, kind, validator, statusValidator, structural, statusSub, scaleSub, v.SelectableFields)
+		s.kube = kube
+		if statusSub != nil {
+			s.kubeStatus = crstrategy.NewStatusStrategy(kube)
+		}
+		res.FieldLabels = func(u *unstructured.Unstructured) fields.Set {
+			_, set, err := s.kube.GetAttrs(u)
+			if err != nil {
+				return fields.Set{}
+			}
+			return set
+		}
+	}
+	if res.StorageVersion == "" {
+		return nil, fmt.Errorf("%s has no storage version", crd.Name)
+	}
+	safe, _, err := converters.NewConverter(crd)
+	if err != nil {
+		return nil, err
+	}
+	s.converter = safe
+	return res, nil
+}
+
+// tableFrom adapts apiextensions-apiserver's table convertor of a version.
+func tableFrom(tc interface {
+	ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error)
+}) registry.TableConvertor {
+	empty, _ := tc.ConvertToTable(context.Background(), &unstructured.UnstructuredList{}, nil)
+	var columns []metav1.TableColumnDefinition
+	if empty != nil {
+		columns = empty.ColumnDefinitions
+	}
+	return registry.TableConvertor{
+		Columns: columns,
+		Cells: func(u *unstructured.Unstructured) []interface{} {
+			t, err := tc.ConvertToTable(context.Background(), u, nil)
+			if err != nil || len(t.Rows) == 0 {
+				return []interface{}{u.GetName()}
+			}
+			return t.Rows[0].Cells
+		},
+	}
+}
+
+// Decode parses a body sent to version: duplicate fields, then the
+// fields the version's schema does not know (both reported for
+// fieldValidation; the unknown ones are pruned), object meta coercion and
+// defaults, as kube-apiserver's decoder does for custom resources.
+func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []error, error) {
+	obj := map[string]interface{}{}
+	strict, err := sigsjson.UnmarshalStrict(body, &obj, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, nil, err
+	}
+	if obj == nil {
+		return nil, nil, fmt.Errorf("the body is not a JSON object")
+	}
+	ver, ok := s.versions[v]
+	if !ok {
+		return nil, nil, fmt.Errorf("version %q is not served", v)
+	}
+	unknown := structuralpruning.PruneWithOptions(obj, ver.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	for _, p := range unknown {
+		strict = append(strict, fmt.Errorf("unknown field %q", p))
+	}
+	if err := schemaobjectmeta.Coerce(nil, obj, ver.structural, true, false); err != nil {
+		return nil, nil, err
+	}
+	structuraldefaulting.Default(obj, ver.structural)
+	return &unstructured.Unstructured{Object: obj}, strict, nil
+}
+
+// Convert converts obj to v with the CRD's converter, then prunes and
+// defaults it by v's schema (defaults also apply to stored objects read
+// back).
+func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
+	gv := schema.GroupVersion{Group: s.gk.Group, Version: v}
+	if obj.GetAPIVersion() != gv.String() {
+		out, err := s.converter.ConvertToVersion(obj, gv)
+		if err != nil {
+			return err
+		}
+		u, ok := out.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("conversion returned %T", out)
+		}
+		obj.Object = u.Object
+	}
+	if ver, ok := s.versions[v]; ok {
+		structuralpruning.Prune(obj.Object, ver.structural, true)
+		structuraldefaulting.Default(obj.Object, ver.structural)
+	}
+	return nil
+}
+
+func (s *strategy) PrepareForCreate(ctx context.Context, obj *unstructured.Unstructured) {
+	s.kube.PrepareForCreate(ctx, obj)
+}
+
+func (s *strategy) PrepareForUpdate(ctx context.Context, obj, old *unstructured.Unstructured) {
+	s.kube.PrepareForUpdate(ctx, obj, old)
+}
+
+func (s *strategy) Validate(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
+	return s.kube.Validate(ctx, obj)
+}
+
+func (s *strategy) ValidateUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+	return s.kube.ValidateUpdate(ctx, obj, old)
+}
+
+func (s *strategy) AllowUnconditionalUpdate() bool { return false }
+
+// TracksGeneration is true; the generation moves in PrepareForUpdate on any
+// change outside metadata, as kube-apiserver does for custom resources.
+func (s *strategy) TracksGeneration() bool { return true }
+
+func (s *strategy) SpecChanged(obj, old *unstructured.Unstructured) bool { return false }
+
+func (s *strategy) PrepareForStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) {
+	s.kubeStatus.PrepareForUpdate(ctx, obj, old)
+}
+
+func (s *strategy) ValidateStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+	return s.kubeStatus.ValidateUpdate(ctx, obj, old)
+}
