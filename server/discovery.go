@@ -105,6 +105,16 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 			Categories:         res.Categories,
 			StorageVersionHash: discovery.StorageVersionHash(group, res.StorageVersion, res.Kind),
 		})
+		if res.Scale != nil {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name:       res.Plural + "/scale",
+				Namespaced: res.Namespaced,
+				Group:      "autoscaling",
+				Version:    "v1",
+				Kind:       "Scale",
+				Verbs:      []string{"get", "patch", "update"},
+			})
+		}
 		if res.Finalize {
 			list.APIResources = append(list.APIResources, metav1.APIResource{
 				Name:       res.Plural + "/finalize",
@@ -153,6 +163,12 @@ func (s *Server) aggregatedDiscovery(version string, legacy bool) *apidiscoveryv
 					Verbs:            res.Verbs(),
 					ShortNames:       res.ShortNames,
 					Categories:       res.Categories,
+				}
+				if res.Scale != nil {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+						Subresource: "scale", ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+						Verbs: []string{"get", "patch", "update"},
+					})
 				}
 				if res.Finalize {
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{

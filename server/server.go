@@ -203,7 +203,8 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 	}
 	if len(parts) > 2 {
 		req.subresource = parts[2]
-		known := (req.subresource == "status" && res.Status) || (req.subresource == "finalize" && res.Finalize)
+		known := (req.subresource == "status" && res.Status) || (req.subresource == "finalize" && res.Finalize) ||
+			(req.subresource == "scale" && res.Scale != nil)
 		if !known || req.watchPath {
 			return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
 		}
@@ -230,6 +231,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		// A namespaced resource is only listed and watched across
 		// namespaces; everything else needs a namespace in the path.
 		writeError(w, r, notFoundPath(r))
+		return
+	}
+	if req.subresource == "scale" {
+		s.serveScale(w, r, req)
 		return
 	}
 	switch {

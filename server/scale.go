@@ -1,0 +1,166 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/kapi-dev/kapi/server/registry"
+)
+
+// The /scale subresource of custom resources shows and sets a replica
+// count of the object as an autoscaling/v1 Scale, at the paths its CRD
+// names, as kube-apiserver does.
+
+var scaleGroupKind = schema.GroupKind{Group: "autoscaling", Kind: "Scale"}
+
+func replicasPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+
+// scaleOf builds the Scale of cr; found tells whether the spec replicas
+// path holds a value.
+func scaleOf(cr *unstructured.Unstructured, sc *registry.Scale) (*autoscalingv1.Scale, bool, error) {
+	spec, found, err := unstructured.NestedInt64(cr.Object, replicasPath(sc.SpecReplicasPath)...)
+	if err != nil {
+		return nil, false, err
+	}
+	status, _, err := unstructured.NestedInt64(cr.Object, replicasPath(sc.StatusReplicasPath)...)
+	if err != nil {
+		return nil, false, err
+	}
+	var selector string
+	if sc.LabelSelectorPath != "" {
+		if selector, _, err = unstructured.NestedString(cr.Object, replicasPath(sc.LabelSelectorPath)...); err != nil {
+			return nil, false, err
+		}
+	}
+	return &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: cr.GetName(), Namespace: cr.GetNamespace(), UID: cr.GetUID(),
+			ResourceVersion: cr.GetResourceVersion(), CreationTimestamp: cr.GetCreationTimestamp(),
+		},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: int32(spec)},
+		Status: autoscalingv1.ScaleStatus{Replicas: int32(status), Selector: selector},
+	}, found, nil
+}
+
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	sc := req.res.Scale
+	switch r.Method {
+	case http.MethodGet:
+		cr, _, err := s.getObject(r.Context(), req.res, req.namespace, req.name)
+		if err == nil {
+			err = req.res.Strategy.Convert(cr, req.version)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		scale, found, err := scaleOf(cr, sc)
+		if err == nil && !found {
+			err = fmt.Errorf("the spec replicas field %q does not exist", sc.SpecReplicasPath)
+		}
+		if err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		out, err := negotiate(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeObject(w, r, out, http.StatusOK, scale)
+	case http.MethodPut, http.MethodPatch:
+		s.updateScale(w, r, req)
+	default:
+		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: req.res.Group, Resource: req.res.Plural + "/scale"}, verbOf(r.Method)))
+	}
+}
+
+// updateScale runs a PUT or PATCH of /scale: the new Scale's spec.replicas
+// goes into the custom resource, through the resource's update rules.
+func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	sc := req.res.Scale
+	allowed := []string{"application/json", "application/yaml"}
+	if r.Method == http.MethodPatch {
+		allowed = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+	}
+	body, mt, err := readBody(r, allowed...)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	opts, err := parseUpdateOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	// A resourceVersion in the Scale is a precondition; without one the
+	// update applies to the current object.
+	var probe struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if r.Method == http.MethodPut {
+		_ = json.Unmarshal(body, &probe)
+	}
+	var result *autoscalingv1.Scale
+	updated, err := s.updateObject(r.Context(), req, opts.dryRun, probe.Metadata.ResourceVersion == "", func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		live := current.DeepCopy()
+		old, found, err := scaleOf(current, sc)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		data := body
+		if r.Method == http.MethodPatch {
+			oldJSON, _ := json.Marshal(old)
+			patchReq := &resourceRequest{res: &registry.Resource{GoType: func(string) interface{} { return &autoscalingv1.Scale{} }}}
+			if data, err = applyPatch(patchReq, types.PatchType(mt), oldJSON, body); err != nil {
+				return nil, err
+			}
+		}
+		scale := &autoscalingv1.Scale{}
+		strict, err := sigsjson.UnmarshalStrict(data, scale, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Scale): %v", err))
+		}
+		if len(strict) > 0 && opts.fieldValidation == metav1.FieldValidationStrict {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %v", strict[0]))
+		}
+		if scale.Name != req.name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, req.name))
+		}
+		if r.Method == http.MethodPatch && !found && scale.Spec.Replicas == old.Spec.Replicas {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", sc.SpecReplicasPath))
+		}
+		if scale.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(scaleGroupKind, req.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		if err := unstructured.SetNestedField(current.Object, int64(scale.Spec.Replicas), replicasPath(sc.SpecReplicasPath)...); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if scale.ResourceVersion != "" {
+			current.SetResourceVersion(scale.ResourceVersion)
+		}
+		return s.trackUpdate(req.res, "scale", live, current, opts.fieldManager), nil
+	})
+	if err == nil {
+		result, _, err = scaleOf(updated, sc)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeObject(w, r, output{}, http.StatusOK, result)
+}
