@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 // Tests of PATCH (JSON, merge and strategic merge patch), server-side
@@ -262,12 +263,13 @@ func TestKubectlLabelAnnotatePatch(t *testing.T) {
 	}
 
 	// A strategic merge patch merges webhooks by name: adding a second
-	// one keeps the first.
+	// one keeps the first (the patch's items come first, as
+	// strategicpatch orders them).
 	k.mustKubectl(t, "patch", res, name, "--type", "strategic", "-p",
 		`{"webhooks":[{"name":"second.example.com","sideEffects":"None","admissionReviewVersions":["v1"],"clientConfig":{"url":"https://second.example.com/hook"}}]}`)
 	v = getVWC(t, k, name)
-	if got := strings.Join(vwcWebhookNames(v), ","); got != "first.example.com,second.example.com" {
-		t.Errorf("webhooks after strategic merge patch: %s, want first.example.com,second.example.com", got)
+	if got := strings.Join(vwcWebhookNames(v), ","); got != "second.example.com,first.example.com" {
+		t.Errorf("webhooks after strategic merge patch: %s, want second.example.com,first.example.com", got)
 	}
 	if got := timeoutOf(v, "first.example.com"); got != 15 {
 		t.Errorf("strategic merge patch changed the first webhook's timeoutSeconds to %d", got)
@@ -1117,6 +1119,20 @@ func TestStatusSubresourcePatch(t *testing.T) {
 		}
 		mustManaged(t, created.ManagedFields, ua, metav1.ManagedFieldsOperationUpdate, "")
 		path := collectionPath(gvrCRDs) + "/gadgets.example.com"
+		// The CRD controllers write status (names, Established) right
+		// after the create; let them finish first.
+		eventually(t, 10*time.Second, "the CRD to be Established", func() (bool, error) {
+			c, err := crds.Get(ctx, "gadgets.example.com", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
 		hasCondition := func(c *apiextensionsv1.CustomResourceDefinition, typ, message string) bool {
 			for _, cond := range c.Status.Conditions {
 				if string(cond.Type) == typ && cond.Message == message {
@@ -1165,15 +1181,22 @@ func TestStatusSubresourcePatch(t *testing.T) {
 		expectOwns(t, sw, true, "f:status", "f:conditions", `k:{"type":"Example"}`, "f:message")
 		expectOwns(t, sw, false, "f:spec")
 
-		// PUT /status.
-		upd := got.DeepCopy()
-		for i := range upd.Status.Conditions {
-			if upd.Status.Conditions[i].Type == "Example" {
-				upd.Status.Conditions[i].Message = "via put"
+		// PUT /status (retried: a controller may write status meanwhile).
+		var put *apiextensionsv1.CustomResourceDefinition
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := crds.Get(ctx, "gadgets.example.com", metav1.GetOptions{})
+			if err != nil {
+				return err
 			}
-		}
-		upd.Spec.Scope = apiextensionsv1.ClusterScoped
-		put, err := crds.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+			for i := range cur.Status.Conditions {
+				if cur.Status.Conditions[i].Type == "Example" {
+					cur.Status.Conditions[i].Message = "via put"
+				}
+			}
+			cur.Spec.Scope = apiextensionsv1.ClusterScoped
+			put, err = crds.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

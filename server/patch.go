@@ -178,7 +178,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}
-	if applied.GetAPIVersion() == gv.String() {
+	if applied.GetAPIVersion() == gv.String() && req.version != req.res.StorageVersion {
 		if err := req.res.Strategy.Convert(applied, req.res.StorageVersion); err != nil {
 			writeError(w, r, apierrors.NewInternalError(err))
 			return

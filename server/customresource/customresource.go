@@ -26,10 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/kapi-dev/kapi/openapi"
 	"github.com/kapi-dev/kapi/server/registry"
 )
 
@@ -90,10 +92,10 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		ShortNames: crd.Status.AcceptedNames.ShortNames,
 		Categories: crd.Status.AcceptedNames.Categories,
 		Strategy:   s,
-		// Custom resources take no strategic merge patch (415); their
-		// managed fields are tracked by deduced types.
-		TypeConverter:       managedfields.NewDeducedTypeConverter(),
+		// Custom resources take no strategic merge patch (no GoType: 415).
 		VersionTables:       map[string]registry.TableConvertor{},
+		OpenAPIV3:           map[string]*spec3.OpenAPI{},
+		OpenAPIV2:           map[string]*spec.Swagger{},
 		DeprecationWarnings: map[string]string{},
 	}
 	for _, v := range crd.Spec.Versions {
@@ -189,6 +191,18 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 	}
 	if res.StorageVersion == "" {
 		return nil, fmt.Errorf("%s has no storage version", crd.Name)
+	}
+	var err error
+	if res.TypeConverter, err = openapi.CustomResourceTypeConverter(crd); err != nil {
+		return nil, fmt.Errorf("schemas of %s for server-side apply: %w", crd.Name, err)
+	}
+	for _, v := range res.Versions {
+		if res.OpenAPIV3[v], err = openapi.CustomResourceV3(crd, v); err != nil {
+			return nil, err
+		}
+		if res.OpenAPIV2[v], err = openapi.CustomResourceV2(crd, v); err != nil {
+			return nil, err
+		}
 	}
 	safe, _, err := converters.NewConverter(crd)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Strategy holds the rules of one kind. Objects are passed in the storage
@@ -90,6 +92,10 @@ type Resource struct {
 	// VersionTables, when set, holds the Table of each version (custom
 	// resources print per-version columns); Table serves otherwise.
 	VersionTables map[string]TableConvertor
+	// OpenAPIV3 and OpenAPIV2 hold, per served version, the published
+	// OpenAPI documents of kinds that bring their own (custom resources).
+	OpenAPIV3 map[string]*spec3.OpenAPI
+	OpenAPIV2 map[string]*spec.Swagger
 	// Scale is set when the resource has a /scale subresource.
 	Scale *Scale
 	// Terminating is set while the resource's CRD is being deleted:

@@ -1,0 +1,44 @@
+package openapi
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// CustomResourceV3 is the OpenAPI v3 document of one served version of a
+// CRD, as kube-apiserver publishes it (apiextensions-apiserver's builder).
+func CustomResourceV3(crd *apiextensionsv1.CustomResourceDefinition, version string) (*spec3.OpenAPI, error) {
+	return builder.BuildOpenAPIV3(crd, version, builder.Options{V2: false, IncludeSelectableFields: true})
+}
+
+// CustomResourceV2 is its OpenAPI v2 document.
+func CustomResourceV2(crd *apiextensionsv1.CustomResourceDefinition, version string) (*spec.Swagger, error) {
+	return builder.BuildOpenAPIV2(crd, version, builder.Options{V2: true, StripValueValidation: true, StripNullable: true, IncludeSelectableFields: true})
+}
+
+// CustomResourceTypeConverter converts the custom resources of crd to and
+// from structured-merge-diff values by their schemas (list types, map
+// keys), as server-side apply needs; the models are built the way
+// kube-apiserver builds them, over the meta types' definitions.
+func CustomResourceTypeConverter(crd *apiextensionsv1.CustomResourceDefinition) (managedfields.TypeConverter, error) {
+	static := map[string]*spec.Schema{}
+	for name, s := range apiextensionsDefinitions() {
+		static[name] = s
+	}
+	specs := []*spec3.OpenAPI{{Version: "3.0.0", Components: &spec3.Components{Schemas: static}}}
+	for _, v := range crd.Spec.Versions {
+		s, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s)
+	}
+	merged, err := builder.MergeSpecsV3(specs...)
+	if err != nil {
+		return nil, err
+	}
+	return managedfields.NewTypeConverter(merged.Components.Schemas, crd.Spec.PreserveUnknownFields)
+}
