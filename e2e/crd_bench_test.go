@@ -126,4 +126,3 @@ func BenchmarkCreateThroughput(b *testing.B) {
 		k.Stop(b)
 	}
 }
-
