@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +200,16 @@ func TestClientGoCRUD(t *testing.T) {
 				plural, group, _ := strings.Cut(name, ".")
 				return newCRD(plural, group)
 			},
-			create: c.Create,
+			// kapi's CRD controller writes the status right after each
+			// write (names, conditions), as kube-apiserver's do: let it
+			// settle so that later reads see a stable resourceVersion.
+			create: func(ctx context.Context, o *apiextensionsv1.CustomResourceDefinition, opts metav1.CreateOptions) (*apiextensionsv1.CustomResourceDefinition, error) {
+				created, err := c.Create(ctx, o, opts)
+				if err != nil || len(opts.DryRun) > 0 {
+					return created, err
+				}
+				return settledCRD(ctx, t, k, o.Name)
+			},
 			get: func(ctx context.Context, n string) (*apiextensionsv1.CustomResourceDefinition, error) {
 				return c.Get(ctx, n, metav1.GetOptions{})
 			},
@@ -211,7 +221,10 @@ func TestClientGoCRUD(t *testing.T) {
 				return l.Items, l.ResourceVersion, nil
 			},
 			update: func(ctx context.Context, o *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, error) {
-				return c.Update(ctx, o, metav1.UpdateOptions{})
+				if _, err := c.Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+					return nil, err
+				}
+				return settledCRD(ctx, t, k, o.Name)
 			},
 			delete:         c.Delete,
 			mutateSpec:     func(o *apiextensionsv1.CustomResourceDefinition) { o.Spec.Names.ShortNames = []string{"gz"} },
@@ -677,4 +690,26 @@ func TestUpdateSemantics(t *testing.T) {
 			expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound)
 		})
 	}
+}
+
+// settledCRD waits until kapi's CRD controller has accepted the CRD's
+// current names and established it, and returns the CRD then.
+func settledCRD(ctx context.Context, t testing.TB, k *kapi, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	t.Helper()
+	var crd *apiextensionsv1.CustomResourceDefinition
+	var err error
+	waitFor(t, "CRD "+name+" to settle", func() bool {
+		crd, err = k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return true
+		}
+		established := false
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				established = true
+			}
+		}
+		return established && reflect.DeepEqual(crd.Status.AcceptedNames.ShortNames, crd.Spec.Names.ShortNames)
+	})
+	return crd, err
 }

@@ -130,6 +130,10 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 			for i, e := range strictErrs {
 				msgs[i] = e.Error()
 			}
+			if req.isPatch {
+				// kube-apiserver reports them as an invalid patch.
+				return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(body), "strict decoding error: "+strings.Join(msgs, ", "))})
+			}
 			return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
 		case metav1.FieldValidationIgnore:
 		default:

@@ -17,6 +17,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // maxJSONPatchOperations is kube-apiserver's limit on a JSON patch.
@@ -158,7 +159,9 @@ func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *reso
 		return nil, err
 	}
 	if live != nil && obj.GetUID() != live.GetUID() {
-		return nil, apierrors.NewConflict(req.res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", obj.GetUID(), live.GetUID()))
+		// A patch carries no uid precondition: changing the uid is an
+		// invalid update, as kube-apiserver reports it.
+		return nil, apierrors.NewInvalid(req.res.GroupKind(), req.name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), obj.GetUID(), "field is immutable")})
 	}
 	if err := req.res.Strategy.Convert(obj, req.res.StorageVersion); err != nil {
 		return nil, apierrors.NewInternalError(err)

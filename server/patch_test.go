@@ -32,7 +32,7 @@ func TestPatchTypes(t *testing.T) {
 			200, `"name":"a.example.com"`},
 		{"strategic merge malformed", "application/strategic-merge-patch+json", `[1]`, 400, `"reason":"BadRequest"`},
 		{"name change", "application/merge-patch+json", `{"metadata":{"name":"q"}}`, 400, `does not match the name on the URL`},
-		{"uid change", "application/merge-patch+json", `{"metadata":{"uid":"00000000-0000-0000-0000-000000000000"}}`, 409, `Precondition failed: UID`},
+		{"uid change", "application/merge-patch+json", `{"metadata":{"uid":"00000000-0000-0000-0000-000000000000"}}`, 422, `metadata.uid: Invalid value: \"00000000-0000-0000-0000-000000000000\": field is immutable`},
 		{"invalid result", "application/merge-patch+json", `{"webhooks":[{"name":"a.example.com","sideEffects":"Some","admissionReviewVersions":["v1"],"clientConfig":{"url":"https://example.com"}}]}`, 422, `webhooks[0].sideEffects`},
 		{"unsupported type", "text/plain", `x`, 415, `"reason":"UnsupportedMediaType"`},
 		{"apply without fieldManager", "application/apply-patch+yaml", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: p\n", 422, `fieldManager`},

@@ -117,9 +117,10 @@ func validatingAdmissionPolicyResource() *registry.Resource {
 		validateUpdate: v.ValidateValidatingAdmissionPolicyUpdate,
 		specChanged:    func(obj, old *T) bool { return semanticChanged(obj.Spec, old.Spec) },
 		prepareStatusUpdate: func(obj, old *T) {
-			status := obj.Status
+			// Only status changes (and managedFields, which record it).
+			status, managed := obj.Status, obj.ManagedFields
 			*obj = *old
-			obj.Status = status
+			obj.Status, obj.ManagedFields = status, managed
 		},
 		validateStatusUpdate: v.ValidateValidatingAdmissionPolicyStatusUpdate,
 	}

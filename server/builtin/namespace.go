@@ -54,9 +54,10 @@ func namespaceResource() *registry.Resource {
 			return errs
 		},
 		prepareStatusUpdate: func(ns, old *corev1.Namespace) {
-			status := ns.Status
+			// Only status changes (and managedFields, which record it).
+			status, managed := ns.Status, ns.ManagedFields
 			*ns = *old
-			ns.Status = status
+			ns.Status, ns.ManagedFields = status, managed
 		},
 		validateStatusUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
 			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))

@@ -72,10 +72,18 @@ func (s *typed[T]) Decode(version string, body []byte) (*unstructured.Unstructur
 	var tm struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
+		Metadata   struct {
+			ManagedFields *[]any `json:"managedFields"`
+		} `json:"metadata"`
 	}
 	_ = json.UnmarshalCaseSensitivePreserveInts(body, &tm)
 	u.SetAPIVersion(tm.APIVersion)
 	u.SetKind(tm.Kind)
+	// An explicitly empty managedFields list asks to reset them; the Go
+	// type cannot tell it from an absent one.
+	if mf := tm.Metadata.ManagedFields; mf != nil && len(*mf) == 0 {
+		_ = unstructured.SetNestedSlice(u.Object, []interface{}{}, "metadata", "managedFields")
+	}
 	return u, strictErr, nil
 }
 

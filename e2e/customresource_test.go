@@ -1,0 +1,1103 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/yaml"
+)
+
+// Custom resources: the CRDs' names and conditions, and the resources they
+// serve, as kube-apiserver v1.33 serves them.
+
+// cronTabCRDYAML is the CronTab of the Kubernetes docs ("Extend the
+// Kubernetes API with CustomResourceDefinitions"), with a priority-1
+// printer column (Image) between Replicas and Age.
+const cronTabCRDYAML = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec:
+                type: string
+              image:
+                type: string
+              replicas:
+                type: integer
+          status:
+            type: object
+            properties:
+              replicas:
+                type: integer
+              labelSelector:
+                type: string
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.labelSelector
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      description: The cron spec defining the interval a CronJob is run
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      description: The number of jobs launched by the CronJob
+      jsonPath: .spec.replicas
+    - name: Image
+      type: string
+      priority: 1
+      jsonPath: .spec.image
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames:
+    - ct
+    categories:
+    - all
+`
+
+const cronTabYAML = `apiVersion: stable.example.com/v1
+kind: CronTab
+metadata:
+  name: my-new-cron-object
+spec:
+  cronSpec: "* * * * */5"
+  image: my-awesome-cron-image
+  replicas: 1
+`
+
+// crdFromYAML decodes a CRD manifest for client-go.
+func crdFromYAML(t testing.TB, manifest string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(manifest), crd); err != nil {
+		t.Fatalf("CRD manifest: %v", err)
+	}
+	return crd
+}
+
+// createCRD creates crd and waits until it is Established.
+func createCRD(t testing.TB, k *kapi, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctxT(t), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRD %s: %v", crd.Name, err)
+	}
+	return waitCRDCondition(t, k, crd.Name, apiextensionsv1.Established, apiextensionsv1.ConditionTrue)
+}
+
+// waitCRDCondition waits until the CRD has the condition with that status.
+func waitCRDCondition(t testing.TB, k *kapi, name string, typ apiextensionsv1.CustomResourceDefinitionConditionType, status apiextensionsv1.ConditionStatus) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var got *apiextensionsv1.CustomResourceDefinition
+	eventually(t, 10*time.Second, "CRD "+name+" condition "+string(typ)+"="+string(status), func() (bool, error) {
+		crd, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = crd
+		c := crdCondition(crd, typ)
+		return c != nil && c.Status == status, fmt.Errorf("status %s", fmtJSON(crd.Status))
+	})
+	return got
+}
+
+func crdCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
+	for i := range crd.Status.Conditions {
+		if crd.Status.Conditions[i].Type == typ {
+			return &crd.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// expectCondition checks a CRD condition's status, reason and message.
+func expectCondition(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType, status apiextensionsv1.ConditionStatus, reason, message string) {
+	t.Helper()
+	c := crdCondition(crd, typ)
+	if c == nil {
+		t.Errorf("CRD %s has no %s condition: %s", crd.Name, typ, fmtJSON(crd.Status.Conditions))
+		return
+	}
+	if c.Status != status || c.Reason != reason || c.Message != message {
+		t.Errorf("CRD %s condition %s = %s/%q/%q, want %s/%q/%q", crd.Name, typ, c.Status, c.Reason, c.Message, status, reason, message)
+	}
+	if c.LastTransitionTime.IsZero() {
+		t.Errorf("CRD %s condition %s has no lastTransitionTime", crd.Name, typ)
+	}
+}
+
+// statusOf returns the Status of a client-go error (failing when it is not
+// an API error).
+func statusOf(t testing.TB, err error) metav1.Status {
+	t.Helper()
+	var se apierrors.APIStatus
+	if err == nil {
+		t.Errorf("request succeeded, want an error")
+		return metav1.Status{}
+	}
+	if !asAPIStatus(err, &se) {
+		t.Errorf("error %v (%T) is not an API Status", err, err)
+		return metav1.Status{}
+	}
+	return se.Status()
+}
+
+func asAPIStatus(err error, out *apierrors.APIStatus) bool {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		*out = s
+		return true
+	}
+	return false
+}
+
+// expectInvalid checks a 422 Invalid answer: the message and the exact
+// causes, in order.
+func expectInvalid(t testing.TB, err error, message string, causes ...metav1.StatusCause) {
+	t.Helper()
+	st := statusOf(t, err)
+	if st.Code == 0 {
+		return
+	}
+	if st.Code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid {
+		t.Errorf("error %d %s %q, want 422 Invalid", st.Code, st.Reason, st.Message)
+	}
+	if st.Message != message {
+		t.Errorf("message\n %q\nwant\n %q", st.Message, message)
+	}
+	var got []metav1.StatusCause
+	if st.Details != nil {
+		got = st.Details.Causes
+	}
+	if !reflect.DeepEqual(got, causes) {
+		t.Errorf("causes\n %s\nwant\n %s", fmtJSON(got), fmtJSON(causes))
+	}
+}
+
+func TestCustomResourceKubectl(t *testing.T) {
+	t.Parallel()
+	requireKubectl(t)
+	k := startMemKapi(t)
+	crdFile := writeFile(t, "crd.yaml", cronTabCRDYAML)
+	crFile := writeFile(t, "crontab.yaml", cronTabYAML)
+
+	out := k.mustKubectl(t, "apply", "-f", crdFile)
+	if want := "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created\n"; out != want {
+		t.Errorf("kubectl apply CRD: %q, want %q", out, want)
+	}
+	out = k.mustKubectl(t, "wait", "--for=condition=established", "--timeout=10s", "crd/crontabs.stable.example.com")
+	if want := "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com condition met\n"; out != want {
+		t.Errorf("kubectl wait: %q, want %q", out, want)
+	}
+
+	// The names are accepted and the CRD is established, as the naming
+	// and establishing controllers say.
+	crdJSON := k.mustKubectl(t, "get", "crd", "crontabs.stable.example.com", "-o", "json")
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := json.Unmarshal([]byte(crdJSON), crd); err != nil {
+		t.Fatal(err)
+	}
+	wantNames := apiextensionsv1.CustomResourceDefinitionNames{
+		Plural: "crontabs", Singular: "crontab", Kind: "CronTab", ListKind: "CronTabList",
+		ShortNames: []string{"ct"}, Categories: []string{"all"},
+	}
+	if !reflect.DeepEqual(crd.Status.AcceptedNames, wantNames) {
+		t.Errorf("acceptedNames %s, want %s", fmtJSON(crd.Status.AcceptedNames), fmtJSON(wantNames))
+	}
+	expectCondition(t, crd, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionTrue, "NoConflicts", "no conflicts found")
+	expectCondition(t, crd, apiextensionsv1.Established, apiextensionsv1.ConditionTrue, "InitialNamesAccepted", "the initial names have been accepted")
+	if !reflect.DeepEqual(crd.Status.StoredVersions, []string{"v1"}) {
+		t.Errorf("storedVersions %v, want [v1]", crd.Status.StoredVersions)
+	}
+
+	out = k.mustKubectl(t, "create", "-f", crFile)
+	if want := "crontab.stable.example.com/my-new-cron-object created\n"; out != want {
+		t.Errorf("kubectl create CronTab: %q, want %q", out, want)
+	}
+
+	// Every name of the resource reaches it.
+	for _, name := range []string{"crontabs", "crontab", "ct", "crontabs.stable.example.com", "crontab.v1.stable.example.com", "CronTab"} {
+		header, rows := parseTable(t, k.mustKubectl(t, "get", name))
+		expectHeader(t, header, "NAME", "SPEC", "REPLICAS", "AGE")
+		if len(rows) != 1 || rows[0]["NAME"] != "my-new-cron-object" || rows[0]["SPEC"] != "* * * * */5" || rows[0]["REPLICAS"] != "1" {
+			t.Errorf("kubectl get %s rows %v", name, rows)
+		}
+	}
+	// The priority-1 column shows only with -o wide, in its place.
+	header, rows := parseTable(t, k.mustKubectl(t, "get", "ct", "-o", "wide"))
+	expectHeader(t, header, "NAME", "SPEC", "REPLICAS", "IMAGE", "AGE")
+	if len(rows) != 1 || rows[0]["IMAGE"] != "my-awesome-cron-image" {
+		t.Errorf("kubectl get ct -o wide rows %v", rows)
+	}
+	// The category "all".
+	if out := k.mustKubectl(t, "get", "all"); !strings.Contains(out, "my-new-cron-object") {
+		t.Errorf("kubectl get all does not list the CronTab:\n%s", out)
+	}
+	if out := k.mustKubectl(t, "get", "crontab", "my-new-cron-object", "-o", "name"); out != "crontab.stable.example.com/my-new-cron-object\n" {
+		t.Errorf("kubectl get -o name: %q", out)
+	}
+
+	// A merge patch.
+	out = k.mustKubectl(t, "patch", "crontab", "my-new-cron-object", "--type", "merge", "-p", `{"spec":{"replicas":2}}`)
+	if want := "crontab.stable.example.com/my-new-cron-object patched\n"; out != want {
+		t.Errorf("kubectl patch --type merge: %q, want %q", out, want)
+	}
+	if got := getJSON(t, k, "crontab", "my-new-cron-object"); got.Object["spec"].(map[string]interface{})["replicas"] != int64(2) {
+		t.Errorf("spec after merge patch: %v", got.Object["spec"])
+	}
+
+	// A strategic merge patch is refused: custom resources have no
+	// patch strategies.
+	const unsupported = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+	// (kubectl words the server's 415 so.)
+	o, errOut, err := k.kubectl(t, "patch", "crontab", "my-new-cron-object", "--type", "strategic", "-p", `{"spec":{"replicas":3}}`)
+	if err == nil || !strings.Contains(errOut, "error: application/strategic-merge-patch+json is not supported by stable.example.com/v1, Kind=CronTab: "+unsupported) {
+		t.Errorf("kubectl patch --type strategic: err=%v stdout=%q stderr=%q, want the 415 UnsupportedMediaType error", err, o, errOut)
+	}
+	r := k.do(t, "PATCH", "/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object", []byte(`{"spec":{"replicas":3}}`),
+		"Content-Type: application/strategic-merge-patch+json")
+	expectStatus(t, r, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, unsupported)
+
+	// Server-side apply: shared values take no conflict, a changed value
+	// owned by another manager does, --force-conflicts takes it.
+	ssa := strings.Replace(cronTabYAML, "  name: my-new-cron-object\n", "  name: my-new-cron-object\n  labels:\n    tier: batch\n", 1)
+	ssa = strings.Replace(ssa, "  replicas: 1\n", "", 1)
+	out = k.mustKubectl(t, "apply", "--server-side", "-f", writeFile(t, "ssa.yaml", ssa))
+	if want := "crontab.stable.example.com/my-new-cron-object serverside-applied\n"; out != want {
+		t.Errorf("kubectl apply --server-side: %q, want %q", out, want)
+	}
+	got, err := k.Dyn.Resource(gvrCronTabs).Namespace("default").Get(ctxT(t), "my-new-cron-object", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetLabels()["tier"] != "batch" {
+		t.Errorf("labels after server-side apply: %v", got.GetLabels())
+	}
+	if mgr := findManaged(got.GetManagedFields(), "kubectl", metav1.ManagedFieldsOperationApply, ""); mgr == nil {
+		t.Errorf("no Apply entry of manager kubectl: %s", describeManaged(got.GetManagedFields()))
+	} else {
+		expectOwns(t, mgr, true, "f:metadata", "f:labels", "f:tier")
+		expectOwns(t, mgr, true, "f:spec", "f:image")
+	}
+	changed := strings.Replace(ssa, "my-awesome-cron-image", "my-other-image", 1)
+	changedFile := writeFile(t, "ssa2.yaml", changed)
+	o, errOut, err = k.kubectl(t, "apply", "--server-side", "-f", changedFile)
+	if err == nil || !strings.Contains(errOut, `conflict with "kubectl-create"`) || !strings.Contains(errOut, ".spec.image") {
+		t.Errorf("conflicting server-side apply: err=%v stdout=%q stderr=%q, want a conflict with kubectl-create on .spec.image", err, o, errOut)
+	}
+	k.mustKubectl(t, "apply", "--server-side", "--force-conflicts", "-f", changedFile)
+	if got := getJSON(t, k, "crontab", "my-new-cron-object"); got.Object["spec"].(map[string]interface{})["image"] != "my-other-image" {
+		t.Errorf("spec after forced apply: %v", got.Object["spec"])
+	}
+
+	// kubectl scale goes through /scale.
+	out = k.mustKubectl(t, "scale", "crontab", "my-new-cron-object", "--replicas=5")
+	if want := "crontab.stable.example.com/my-new-cron-object scaled\n"; out != want {
+		t.Errorf("kubectl scale: %q, want %q", out, want)
+	}
+	got = getJSON(t, k, "crontab", "my-new-cron-object")
+	if got.Object["spec"].(map[string]interface{})["replicas"] != int64(5) {
+		t.Errorf("spec after kubectl scale: %v", got.Object["spec"])
+	}
+
+	// Deleting the CRD deletes its objects and stops serving them.
+	out = k.mustKubectl(t, "delete", "crd", "crontabs.stable.example.com")
+	if want := "customresourcedefinition.apiextensions.k8s.io \"crontabs.stable.example.com\" deleted\n"; out != want {
+		t.Errorf("kubectl delete crd: %q, want %q", out, want)
+	}
+	eventually(t, 10*time.Second, "the CronTab endpoints to go", func() (bool, error) {
+		return k.do(t, "GET", "/apis/stable.example.com/v1/namespaces/default/crontabs", nil).Code == http.StatusNotFound, nil
+	})
+	r = k.do(t, "GET", "/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object", nil)
+	if r.Code != http.StatusNotFound {
+		t.Errorf("GET the CronTab after the CRD went: %d %s, want 404", r.Code, r.Body)
+	}
+	o, errOut, err = k.kubectl(t, "get", "crontabs")
+	// (kubectl may still have the resource in its discovery cache: then
+	// the server's 404 shows.)
+	if err == nil || !strings.Contains(errOut, `the server doesn't have a resource type "crontabs"`) && !strings.Contains(errOut, "(NotFound)") {
+		t.Errorf("kubectl get crontabs after the CRD went: err=%v stdout=%q stderr=%q", err, o, errOut)
+	}
+	// The same CRD again starts empty: the objects went with it.
+	k.mustKubectl(t, "apply", "-f", crdFile)
+	k.mustKubectl(t, "wait", "--for=condition=established", "--timeout=10s", "crd/crontabs.stable.example.com")
+	o, errOut, err = k.kubectl(t, "get", "crontabs")
+	if err != nil || o != "" || !strings.Contains(errOut, "No resources found in default namespace.") {
+		t.Errorf("kubectl get crontabs after re-creating the CRD: err=%v stdout=%q stderr=%q, want no resources", err, o, errOut)
+	}
+}
+
+var gvrCronTabs = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+
+// A CRD whose plural another CRD of the group already uses (as a short
+// name: the CRD's name must be <plural>.<group>, so two CRDs cannot
+// request the same plural) has NamesAccepted False and is not served;
+// when the other CRD goes, its names are accepted.
+func TestCustomResourceNameConflict(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	createCRD(t, k, crdFromYAML(t, cronTabCRDYAML))
+
+	// The same plural under another CRD name is invalid.
+	same := crdFromYAML(t, cronTabCRDYAML)
+	same.Name = "crontabs2.stable.example.com"
+	_, err := crds.Create(ctx, same, metav1.CreateOptions{})
+	expectInvalid(t, err,
+		`CustomResourceDefinition.apiextensions.k8s.io "crontabs2.stable.example.com" is invalid: metadata.name: Invalid value: "crontabs2.stable.example.com": must be spec.names.plural+"."+spec.group`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "crontabs2.stable.example.com": must be spec.names.plural+"."+spec.group`, Field: "metadata.name"})
+
+	// Plural "ct" is the CronTab's short name.
+	conflicting := crdFromYAML(t, strings.NewReplacer(
+		"name: crontabs.stable.example.com", "name: ct.stable.example.com",
+		"plural: crontabs", "plural: ct",
+		"singular: crontab", "singular: ctthing",
+		"kind: CronTab", "kind: CtThing",
+		"- ct\n", "- ctt\n",
+	).Replace(cronTabCRDYAML))
+	if _, err := crds.Create(ctx, conflicting, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCRDCondition(t, k, "ct.stable.example.com", apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionFalse)
+	expectCondition(t, got, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionFalse, "PluralConflict", `"ct" is already in use`)
+	expectCondition(t, got, apiextensionsv1.Established, apiextensionsv1.ConditionFalse, "NotAccepted", "not all names are accepted")
+	// The names without a conflict are accepted, the plural is not.
+	wantNames := apiextensionsv1.CustomResourceDefinitionNames{
+		Singular: "ctthing", Kind: "CtThing", ListKind: "CtThingList",
+		ShortNames: []string{"ctt"}, Categories: []string{"all"},
+	}
+	if !reflect.DeepEqual(got.Status.AcceptedNames, wantNames) {
+		t.Errorf("acceptedNames %s, want %s", fmtJSON(got.Status.AcceptedNames), fmtJSON(wantNames))
+	}
+	// Nothing of it is served.
+	r := k.do(t, "GET", "/apis/stable.example.com/v1/namespaces/default/ct", nil)
+	if r.Code != http.StatusNotFound {
+		t.Errorf("GET the conflicting CRD's collection: %d %.200s, want 404", r.Code, r.Body)
+	}
+	var rl metav1.APIResourceList
+	decodeInto(t, k.do(t, "GET", "/apis/stable.example.com/v1", nil), &rl)
+	var served []string
+	for _, res := range rl.APIResources {
+		served = append(served, res.Name)
+	}
+	if !reflect.DeepEqual(served, []string{"crontabs", "crontabs/scale", "crontabs/status"}) {
+		t.Errorf("resources of stable.example.com/v1: %v, want only the CronTab's", served)
+	}
+	if haveKubectl() {
+		for _, name := range []string{"ctthing", "ctt", "CtThing"} {
+			o, errOut, err := k.kubectl(t, "get", name)
+			if err == nil || !strings.Contains(errOut, `the server doesn't have a resource type "`+name+`"`) {
+				t.Errorf("kubectl get %s: err=%v stdout=%q stderr=%q, want an unknown resource type", name, err, o, errOut)
+			}
+		}
+	}
+
+	// Once the CronTab CRD goes, the names are free and the naming
+	// controller accepts them.
+	if err := crds.Delete(ctx, "crontabs.stable.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got = waitCRDCondition(t, k, "ct.stable.example.com", apiextensionsv1.Established, apiextensionsv1.ConditionTrue)
+	expectCondition(t, got, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionTrue, "NoConflicts", "no conflicts found")
+	if got.Status.AcceptedNames.Plural != "ct" {
+		t.Errorf("acceptedNames.plural %q, want ct", got.Status.AcceptedNames.Plural)
+	}
+	eventually(t, 10*time.Second, "the ct collection to be served", func() (bool, error) {
+		return k.do(t, "GET", "/apis/stable.example.com/v1/namespaces/default/ct", nil).Code == http.StatusOK, nil
+	})
+}
+
+// While a CRD is terminating, its objects are deleted (a finalizer holds
+// one) and no new one may be created; the CRD goes once the last object is
+// gone.
+func TestCustomResourceDefinitionTerminating(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, cronTabCRDYAML))
+	crs := k.Dyn.Resource(gvrCronTabs).Namespace("default")
+	cr := cronTab("held")
+	cr.SetFinalizers([]string{holdFinalizer})
+	if _, err := crs.Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := k.do(t, "DELETE", collectionPath(gvrCRDs)+"/crontabs.stable.example.com", nil)
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := json.Unmarshal(r.Body, &crd); err != nil || r.Code != http.StatusOK || crd.Kind != "CustomResourceDefinition" {
+		t.Fatalf("DELETE CRD: %d %s", r.Code, r.Body)
+	}
+	if crd.DeletionTimestamp == nil || !contains(crd.Finalizers, "customresourcecleanup.apiextensions.k8s.io") {
+		t.Errorf("DELETE answered deletionTimestamp %v finalizers %v, want set and the cleanup finalizer", crd.DeletionTimestamp, crd.Finalizers)
+	}
+	if c := crdCondition(&crd, apiextensionsv1.Terminating); c == nil || c.Status != apiextensionsv1.ConditionTrue {
+		t.Errorf("DELETE answered conditions %s, want Terminating True", fmtJSON(crd.Status.Conditions))
+	}
+	// The object is deleted, and its finalizer holds it.
+	var held *unstructured.Unstructured
+	eventually(t, 10*time.Second, "the CronTab to be marked deleted", func() (bool, error) {
+		var err error
+		held, err = crs.Get(ctx, "held", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("GET the CronTab held by a finalizer while its CRD terminates: %v; want it kept with a deletionTimestamp until the finalizer goes", err)
+		}
+		return held.GetDeletionTimestamp() != nil, nil
+	})
+	got, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
+	if err != nil || crdCondition(got, apiextensionsv1.Terminating) == nil || crdCondition(got, apiextensionsv1.Terminating).Status != apiextensionsv1.ConditionTrue {
+		t.Fatalf("CRD while an object remains: %v %v, want it Terminating", err, got)
+	}
+	r = k.do(t, "POST", "/apis/stable.example.com/v1/namespaces/default/crontabs", mustJSON(t, cronTab("late").Object))
+	expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "create not allowed while custom resource definition is terminating")
+	// Releasing the object lets the CRD go.
+	held.SetFinalizers(nil)
+	if _, err := crs.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("removing the finalizer: %v", err)
+	}
+	eventually(t, 15*time.Second, "the CRD to be gone", func() (bool, error) {
+		_, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+func cronTab(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "stable.example.com/v1",
+		"kind":       "CronTab",
+		"metadata":   map[string]interface{}{"name": name},
+		"spec":       map[string]interface{}{"cronSpec": "* * * * */5", "image": "img", "replicas": int64(1)},
+	}}
+}
+
+// gadgetCRDYAML exercises the schema features of custom resources.
+const gadgetCRDYAML = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.dyn.example.com
+spec:
+  group: dyn.example.com
+  scope: Namespaced
+  names:
+    plural: gadgets
+    singular: gadget
+    kind: Gadget
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields:
+    - jsonPath: .spec.color
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.selector
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "!has(self.replicas) || self.replicas <= 10"
+              message: too many replicas
+            - rule: "!has(self.minReplicas) || !has(self.replicas) || self.minReplicas <= self.replicas"
+              messageExpression: "'minReplicas (%d) exceeds replicas (%d)'.format([self.minReplicas, self.replicas])"
+            - rule: "!has(self.owner) || self.owner != 'root'"
+              message: owner may not be root
+              reason: FieldValueForbidden
+              fieldPath: .owner
+            properties:
+              replicas:
+                type: integer
+              minReplicas:
+                type: integer
+              mode:
+                type: string
+                default: Auto
+              color:
+                type: string
+              owner:
+                type: string
+              image:
+                type: string
+                x-kubernetes-validations:
+                - rule: self == oldSelf
+                  message: image is immutable
+              level:
+                type: integer
+                x-kubernetes-validations:
+                - rule: "oldSelf.hasValue() || self < 100"
+                  message: a new gadget starts below level 100
+                  optionalOldSelf: true
+                - rule: "!oldSelf.hasValue() || self >= oldSelf.value()"
+                  message: level may not decrease
+                  optionalOldSelf: true
+              extra:
+                type: object
+                x-kubernetes-preserve-unknown-fields: true
+          status:
+            type: object
+            properties:
+              replicas:
+                type: integer
+              selector:
+                type: string
+              phase:
+                type: string
+`
+
+var gvrGadgets = schema.GroupVersionResource{Group: "dyn.example.com", Version: "v1", Resource: "gadgets"}
+
+func gadget(name string, spec map[string]interface{}) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "dyn.example.com/v1",
+		"kind":       "Gadget",
+		"metadata":   map[string]interface{}{"name": name},
+		"spec":       spec,
+	}}
+}
+
+func nested(u *unstructured.Unstructured, path ...string) interface{} {
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	return v
+}
+
+func TestCustomResourceSchema(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	const path = "/apis/dyn.example.com/v1/namespaces/default/gadgets"
+
+	t.Run("defaulting", func(t *testing.T) {
+		ctx := ctxT(t)
+		created, err := gadgets.Create(ctx, gadget("defaulted", map[string]interface{}{"color": "red"}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nested(created, "spec", "mode") != "Auto" {
+			t.Errorf("spec after create %v, want mode defaulted to Auto", created.Object["spec"])
+		}
+		unstructured.SetNestedField(created.Object, "Manual", "spec", "mode")
+		updated, err := gadgets.Update(ctx, created, metav1.UpdateOptions{})
+		if err != nil || nested(updated, "spec", "mode") != "Manual" {
+			t.Fatalf("update to Manual: %v %v", err, updated)
+		}
+		unstructured.RemoveNestedField(updated.Object, "spec", "mode")
+		updated, err = gadgets.Update(ctx, updated, metav1.UpdateOptions{})
+		if err != nil || nested(updated, "spec", "mode") != "Auto" {
+			t.Errorf("update without mode: %v %v, want mode defaulted to Auto", err, updated)
+		}
+		got, err := gadgets.Get(ctx, "defaulted", metav1.GetOptions{})
+		if err != nil || nested(got, "spec", "mode") != "Auto" {
+			t.Errorf("get: %v %v", err, got)
+		}
+	})
+
+	t.Run("pruning", func(t *testing.T) {
+		body := func(name string) []byte {
+			return []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"` + name + `"},"foo":1,` +
+				`"spec":{"color":"red","foo":"bar","extra":{"anything":{"goes":true}}}}`)
+		}
+		// Strict: an error naming every unknown field.
+		r := k.do(t, "POST", path+"?fieldValidation=Strict", body("strict"))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		if st := r.Status(t); st.Message != `strict decoding error: unknown field "foo", unknown field "spec.foo"` {
+			t.Errorf("Strict message %q", st.Message)
+		}
+		r = k.do(t, "POST", path+"?fieldValidation=Strict", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"strict"},"spec":{"foo":"bar"}}`))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		if st := r.Status(t); st.Message != `strict decoding error: unknown field "spec.foo"` {
+			t.Errorf("Strict message %q, want %q", st.Message, `strict decoding error: unknown field "spec.foo"`)
+		}
+		// Warn (explicit, and the default): a warning per field, and the
+		// fields are dropped.
+		for _, q := range []string{"?fieldValidation=Warn", ""} {
+			name := "warn" + strings.TrimPrefix(strings.ToLower(q), "?fieldvalidation=")
+			r = k.do(t, "POST", path+q, body(name))
+			if r.Code != http.StatusCreated {
+				t.Fatalf("POST%s: %d %s", q, r.Code, r.Body)
+			}
+			if got, want := warnings(t, r.Header), []string{`unknown field "foo"`, `unknown field "spec.foo"`}; !reflect.DeepEqual(got, want) {
+				t.Errorf("POST%s warnings %q, want %q", q, got, want)
+			}
+		}
+		// Ignore: dropped silently.
+		r = k.do(t, "POST", path+"?fieldValidation=Ignore", body("ignore"))
+		if r.Code != http.StatusCreated {
+			t.Fatalf("POST Ignore: %d %s", r.Code, r.Body)
+		}
+		if w := r.Header.Values("Warning"); len(w) != 0 {
+			t.Errorf("Ignore warnings %q, want none", w)
+		}
+		for _, name := range []string{"warnwarn", "warn", "ignore"} {
+			got, err := gadgets.Get(ctxT(t), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := got.Object["foo"]; ok {
+				t.Errorf("%s: unknown top-level field kept", name)
+			}
+			want := map[string]interface{}{"color": "red", "mode": "Auto", "extra": map[string]interface{}{"anything": map[string]interface{}{"goes": true}}}
+			if !reflect.DeepEqual(got.Object["spec"], want) {
+				t.Errorf("%s: spec %v, want %v (unknown field pruned, preserved object kept)", name, got.Object["spec"], want)
+			}
+		}
+		// Fields under x-kubernetes-preserve-unknown-fields are not unknown.
+		r = k.do(t, "POST", path+"?fieldValidation=Strict", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"preserved"},"spec":{"extra":{"a":{"b":[1,"x"]}}}}`))
+		if r.Code != http.StatusCreated || len(r.Header.Values("Warning")) != 0 {
+			t.Errorf("Strict POST with preserved fields: %d %q %s", r.Code, r.Header.Values("Warning"), r.Body)
+		}
+		got, err := gadgets.Get(ctxT(t), "preserved", metav1.GetOptions{})
+		if err != nil || !reflect.DeepEqual(nested(got, "spec", "extra"), map[string]interface{}{"a": map[string]interface{}{"b": []interface{}{int64(1), "x"}}}) {
+			t.Errorf("preserved: %v %v", err, got)
+		}
+	})
+
+	t.Run("CEL", func(t *testing.T) {
+		ctx := ctxT(t)
+		const prefix = `Gadget.dyn.example.com "bad" is invalid: `
+		// rule + message.
+		_, err := gadgets.Create(ctx, gadget("bad", map[string]interface{}{"replicas": int64(11)}), metav1.CreateOptions{})
+		expectInvalid(t, err, prefix+`spec: Invalid value: "object": too many replicas`,
+			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "object": too many replicas`, Field: "spec"})
+		// messageExpression.
+		_, err = gadgets.Create(ctx, gadget("bad", map[string]interface{}{"replicas": int64(2), "minReplicas": int64(3)}), metav1.CreateOptions{})
+		expectInvalid(t, err, prefix+`spec: Invalid value: "object": minReplicas (3) exceeds replicas (2)`,
+			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "object": minReplicas (3) exceeds replicas (2)`, Field: "spec"})
+		// reason and fieldPath.
+		_, err = gadgets.Create(ctx, gadget("bad", map[string]interface{}{"owner": "root"}), metav1.CreateOptions{})
+		expectInvalid(t, err, prefix+`spec.owner: Forbidden: owner may not be root`,
+			metav1.StatusCause{Type: metav1.CauseTypeForbidden, Message: `Forbidden: owner may not be root`, Field: "spec.owner"})
+		// Two failing rules: two causes, and the message lists both.
+		_, err = gadgets.Create(ctx, gadget("bad", map[string]interface{}{"replicas": int64(12), "owner": "root"}), metav1.CreateOptions{})
+		expectInvalid(t, err, prefix+`[spec: Invalid value: "object": too many replicas, spec.owner: Forbidden: owner may not be root]`,
+			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "object": too many replicas`, Field: "spec"},
+			metav1.StatusCause{Type: metav1.CauseTypeForbidden, Message: `Forbidden: owner may not be root`, Field: "spec.owner"})
+		// optionalOldSelf: evaluated on create, with no old value.
+		_, err = gadgets.Create(ctx, gadget("bad", map[string]interface{}{"level": int64(150)}), metav1.CreateOptions{})
+		expectInvalid(t, err, prefix+`spec.level: Invalid value: "integer": a new gadget starts below level 100`,
+			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "integer": a new gadget starts below level 100`, Field: "spec.level"})
+
+		// A transition rule holds only on update.
+		created, err := gadgets.Create(ctx, gadget("immutable", map[string]interface{}{"image": "a:1", "level": int64(5), "replicas": int64(1)}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("valid create: %v", err)
+		}
+		changed := created.DeepCopy()
+		unstructured.SetNestedField(changed.Object, "a:2", "spec", "image")
+		_, err = gadgets.Update(ctx, changed, metav1.UpdateOptions{})
+		expectInvalid(t, err, `Gadget.dyn.example.com "immutable" is invalid: spec.image: Invalid value: "string": image is immutable`,
+			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "string": image is immutable`, Field: "spec.image"})
+		// With an old value the optionalOldSelf rules compare to it.
+		changed = created.DeepCopy()
+		unstructured.SetNestedField(changed.Object, int64(150), "spec", "level")
+		updated, err := gadgets.Update(ctx, changed, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("raising the level to 150: %v", err)
+		}
+		unstructured.SetNestedField(updated.Object, int64(3), "spec", "level")
+		_, err = gadgets.Update(ctx, updated, metav1.UpdateOptions{})
+		expectInvalid(t, err, `Gadget.dyn.example.com "immutable" is invalid: spec.level: Invalid value: "integer": level may not decrease`,
+			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "integer": level may not decrease`, Field: "spec.level"})
+		// The raw answer is a 422 Status with the details.
+		r := k.do(t, "POST", path, mustJSON(t, gadget("raw", map[string]interface{}{"replicas": int64(11)}).Object))
+		st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+		if st.Details == nil || st.Details.Name != "raw" || st.Details.Group != "dyn.example.com" || st.Details.Kind != "Gadget" {
+			t.Errorf("details %s, want name raw, group dyn.example.com, kind Gadget", fmtJSON(st.Details))
+		}
+	})
+
+	t.Run("status", func(t *testing.T) {
+		ctx := ctxT(t)
+		obj := gadget("stat", map[string]interface{}{"color": "red", "replicas": int64(1)})
+		obj.Object["status"] = map[string]interface{}{"phase": "Set-on-create"}
+		created, err := gadgets.Create(ctx, obj, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := created.Object["status"]; ok || created.GetGeneration() != 1 {
+			t.Errorf("create: status %v generation %d, want no status (dropped) and generation 1", created.Object["status"], created.GetGeneration())
+		}
+		// /status changes the status only: not spec, not labels.
+		upd := created.DeepCopy()
+		upd.Object["status"] = map[string]interface{}{"phase": "Ready", "replicas": int64(2), "selector": "app=stat"}
+		unstructured.SetNestedField(upd.Object, int64(9), "spec", "replicas")
+		upd.SetLabels(map[string]string{"via": "status"})
+		st, err := gadgets.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("update /status: %v", err)
+		}
+		if nested(st, "status", "phase") != "Ready" || nested(st, "spec", "replicas") != int64(1) || st.GetLabels()["via"] != "" || st.GetGeneration() != 1 {
+			t.Errorf("after /status: status %v spec %v labels %v generation %d; want status set, spec and labels unchanged, generation 1",
+				st.Object["status"], st.Object["spec"], st.GetLabels(), st.GetGeneration())
+		}
+		// The main resource ignores status.
+		main := st.DeepCopy()
+		main.Object["status"] = map[string]interface{}{"phase": "Hacked"}
+		unstructured.SetNestedField(main.Object, "blue", "spec", "color")
+		got, err := gadgets.Update(ctx, main, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nested(got, "status", "phase") != "Ready" || nested(got, "spec", "color") != "blue" || got.GetGeneration() != 2 {
+			t.Errorf("after main update: status %v color %v generation %d; want status unchanged, color blue, generation 2",
+				got.Object["status"], nested(got, "spec", "color"), got.GetGeneration())
+		}
+		// A metadata-only change leaves the generation.
+		got.SetLabels(map[string]string{"via": "main"})
+		got, err = gadgets.Update(ctx, got, metav1.UpdateOptions{})
+		if err != nil || got.GetGeneration() != 2 || got.GetLabels()["via"] != "main" {
+			t.Errorf("label update: %v generation %d labels %v, want generation 2", err, got.GetGeneration(), got.GetLabels())
+		}
+		// A status-only merge patch through /status.
+		patched, err := gadgets.Patch(ctx, "stat", "application/merge-patch+json", []byte(`{"status":{"phase":"Done"}}`), metav1.PatchOptions{}, "status")
+		if err != nil || nested(patched, "status", "phase") != "Done" || patched.GetGeneration() != 2 {
+			t.Errorf("PATCH /status: %v %v", err, patched)
+		}
+		// A main-resource patch of status changes nothing there.
+		patched, err = gadgets.Patch(ctx, "stat", "application/merge-patch+json", []byte(`{"status":{"phase":"Nope"}}`), metav1.PatchOptions{})
+		if err != nil || nested(patched, "status", "phase") != "Done" || patched.GetGeneration() != 2 {
+			t.Errorf("PATCH of status through the main resource: %v %v", err, patched)
+		}
+	})
+
+	t.Run("scale", func(t *testing.T) {
+		ctx := ctxT(t)
+		if _, err := gadgets.Create(ctx, gadget("scaled", map[string]interface{}{"replicas": int64(3)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gadgets.Patch(ctx, "scaled", "application/merge-patch+json", []byte(`{"status":{"replicas":2,"selector":"app=scaled"}}`), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := gadgets.Get(ctx, "scaled", metav1.GetOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.GetAPIVersion() != "autoscaling/v1" || sc.GetKind() != "Scale" || sc.GetName() != "scaled" || sc.GetNamespace() != "default" ||
+			nested(sc, "spec", "replicas") != int64(3) || nested(sc, "status", "replicas") != int64(2) || nested(sc, "status", "selector") != "app=scaled" {
+			t.Errorf("GET /scale: %s", fmtJSON(sc.Object))
+		}
+		unstructured.SetNestedField(sc.Object, int64(7), "spec", "replicas")
+		out, err := gadgets.Update(ctx, sc, metav1.UpdateOptions{}, "scale")
+		if err != nil {
+			t.Fatalf("PUT /scale: %v", err)
+		}
+		if out.GetKind() != "Scale" || nested(out, "spec", "replicas") != int64(7) || nested(out, "status", "replicas") != int64(2) {
+			t.Errorf("PUT /scale answered %s", fmtJSON(out.Object))
+		}
+		got, err := gadgets.Get(ctx, "scaled", metav1.GetOptions{})
+		if err != nil || nested(got, "spec", "replicas") != int64(7) || got.GetGeneration() != 2 || nested(got, "status", "replicas") != int64(2) {
+			t.Errorf("after PUT /scale: %v %v, want spec.replicas 7, generation 2", err, got)
+		}
+		// The custom resource's validation holds through /scale.
+		unstructured.SetNestedField(out.Object, int64(11), "spec", "replicas")
+		_, err = gadgets.Update(ctx, out, metav1.UpdateOptions{}, "scale")
+		expectInvalid(t, err, `Gadget.dyn.example.com "scaled" is invalid: spec: Invalid value: "object": too many replicas`,
+			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "object": too many replicas`, Field: "spec"})
+	})
+
+	t.Run("selectableFields", func(t *testing.T) {
+		ctx := ctxT(t)
+		for name, color := range map[string]string{"sel-blue": "blue", "sel-red": "red", "sel-blue2": "blue"} {
+			if _, err := gadgets.Create(ctx, gadget(name, map[string]interface{}{"color": color}), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list, err := gadgets.List(ctx, metav1.ListOptions{FieldSelector: "spec.color=blue"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range list.Items {
+			names = append(names, it.GetName())
+		}
+		if !reflect.DeepEqual(names, []string{"sel-blue", "sel-blue2"}) {
+			t.Errorf("list spec.color=blue: %v", names)
+		}
+		list, err = gadgets.List(ctx, metav1.ListOptions{FieldSelector: "spec.color!=blue,metadata.name=sel-red"})
+		if err != nil || len(list.Items) != 1 || list.Items[0].GetName() != "sel-red" {
+			t.Errorf("list spec.color!=blue,metadata.name=sel-red: %v %v", err, list)
+		}
+		// A field that is not selectable.
+		r := k.do(t, "GET", path+"?fieldSelector=spec.replicas%3D3", nil)
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		if st := r.Status(t); st.Message != "field label not supported: spec.replicas" {
+			t.Errorf("unknown field selector: message %q, want %q", st.Message, "field label not supported: spec.replicas")
+		}
+		// Watch: objects entering the selection are ADDED, leaving it
+		// DELETED (with their last matching state, as the watch cache
+		// sends).
+		w, err := gadgets.Watch(ctx, metav1.ListOptions{FieldSelector: "spec.color=blue", ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if _, err := gadgets.Create(ctx, gadget("sel-green", map[string]interface{}{"color": "green"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gadgets.Patch(ctx, "sel-red", "application/merge-patch+json", []byte(`{"spec":{"color":"blue"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gadgets.Patch(ctx, "sel-blue", "application/merge-patch+json", []byte(`{"spec":{"color":"red"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var evs []string
+		timeout := time.After(5 * time.Second)
+		for len(evs) < 2 {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatalf("watch closed after %v", evs)
+				}
+				u, _ := ev.Object.(*unstructured.Unstructured)
+				if u == nil {
+					t.Fatalf("watch event %s %T", ev.Type, ev.Object)
+				}
+				evs = append(evs, string(ev.Type)+" "+u.GetName()+" "+u.Object["spec"].(map[string]interface{})["color"].(string))
+			case <-timeout:
+				t.Fatalf("watch spec.color=blue: got only %v", evs)
+			}
+		}
+		if want := []string{string(watch.Added) + " sel-red blue", string(watch.Deleted) + " sel-blue blue"}; !reflect.DeepEqual(evs, want) {
+			t.Errorf("watch spec.color=blue events %q, want %q", evs, want)
+		}
+		r = k.do(t, "GET", path+"?watch=true&fieldSelector=spec.owner%3Dx", nil)
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "field label not supported: spec.owner")
+	})
+
+	t.Run("namespaces", func(t *testing.T) {
+		ctx := ctxT(t)
+		r := k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/nope/gadgets", mustJSON(t, gadget("orphan", map[string]interface{}{}).Object))
+		st := expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound)
+		if st.Message != `namespaces "nope" not found` || st.Details == nil || st.Details.Name != "nope" || st.Details.Kind != "namespaces" {
+			t.Errorf("create in a missing namespace: %s", r.Body)
+		}
+		if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("gadget-ns"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		inNS := k.Dyn.Resource(gvrGadgets).Namespace("gadget-ns")
+		for _, name := range []string{"g1", "g2"} {
+			if _, err := inNS.Create(ctx, gadget(name, map[string]interface{}{}), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := k.Client.CoreV1().Namespaces().Delete(ctx, "gadget-ns", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "namespace gadget-ns and its gadgets to be gone", func() (bool, error) {
+			_, err := k.Client.CoreV1().Namespaces().Get(ctx, "gadget-ns", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), err
+		})
+		list, err := k.Dyn.Resource(gvrGadgets).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range list.Items {
+			if it.GetNamespace() == "gadget-ns" {
+				t.Errorf("gadget %s/%s outlived its namespace", it.GetNamespace(), it.GetName())
+			}
+		}
+	})
+}
+
+// A default added to the schema applies to objects stored before it, when
+// they are read.
+func TestCustomResourceDefaultOnRead(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	if _, err := gadgets.Create(ctx, gadget("old", map[string]interface{}{"color": "red"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Get(ctx, "gadgets.dyn.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.Properties["tier"] = apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"standard"`)}}
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the stored gadget to read with the new default", func() (bool, error) {
+		got, err := gadgets.Get(ctx, "old", metav1.GetOptions{})
+		return err == nil && nested(got, "spec", "tier") == "standard", err
+	})
+	list, err := gadgets.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 || nested(&list.Items[0], "spec", "tier") != "standard" {
+		t.Errorf("list after the new default: %v %v", err, list)
+	}
+}
+
+// widgetVersionsCRDYAML serves v1 (storage), v1beta1 (deprecated, with a
+// warning text) and v1alpha1 (deprecated, default text), listed out of
+// order.
+const widgetVersionsCRDYAML = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.ver.example.com
+spec:
+  group: ver.example.com
+  scope: Namespaced
+  names:
+    plural: widgets
+    singular: widget
+    kind: Widget
+  conversion:
+    strategy: None
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: false
+    deprecated: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size:
+                type: integer
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    deprecationWarning: "ver.example.com/v1beta1 Widget is deprecated; use ver.example.com/v1"
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size:
+                type: integer
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size:
+                type: integer
+`
+
+func TestCustomResourceVersions(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, widgetVersionsCRDYAML))
+	const betaWarning = "ver.example.com/v1beta1 Widget is deprecated; use ver.example.com/v1"
+	base := "/apis/ver.example.com/"
+
+	r := k.do(t, "POST", base+"v1beta1/namespaces/default/widgets",
+		[]byte(`{"apiVersion":"ver.example.com/v1beta1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3}}`))
+	if r.Code != http.StatusCreated {
+		t.Fatalf("POST through v1beta1: %d %s", r.Code, r.Body)
+	}
+	if got := warnings(t, r.Header); !reflect.DeepEqual(got, []string{betaWarning}) {
+		t.Errorf("POST v1beta1 warnings %q, want [%q]", got, betaWarning)
+	}
+	var created unstructured.Unstructured
+	if err := created.UnmarshalJSON(r.Body); err != nil || created.GetAPIVersion() != "ver.example.com/v1beta1" {
+		t.Errorf("POST v1beta1 answered %s", r.Body)
+	}
+
+	r = k.do(t, "GET", base+"v1/namespaces/default/widgets/w", nil)
+	var got unstructured.Unstructured
+	if err := got.UnmarshalJSON(r.Body); err != nil || r.Code != http.StatusOK {
+		t.Fatalf("GET v1: %d %s", r.Code, r.Body)
+	}
+	if got.GetAPIVersion() != "ver.example.com/v1" || got.GetKind() != "Widget" || nested(&got, "spec", "size") != int64(3) || got.GetUID() != created.GetUID() {
+		t.Errorf("GET v1: %s", r.Body)
+	}
+	if w := warnings(t, r.Header); len(w) != 0 {
+		t.Errorf("GET v1 warnings %q, want none", w)
+	}
+	for _, p := range []string{"v1beta1/namespaces/default/widgets/w", "v1beta1/namespaces/default/widgets", "v1beta1/widgets"} {
+		r = k.do(t, "GET", base+p, nil)
+		if r.Code != http.StatusOK {
+			t.Errorf("GET %s: %d %s", p, r.Code, r.Body)
+		}
+		if got := warnings(t, r.Header); !reflect.DeepEqual(got, []string{betaWarning}) {
+			t.Errorf("GET %s warnings %q, want [%q]", p, got, betaWarning)
+		}
+	}
+	r = k.do(t, "GET", base+"v1alpha1/namespaces/default/widgets/w", nil)
+	if got := warnings(t, r.Header); !reflect.DeepEqual(got, []string{"ver.example.com/v1alpha1 Widget is deprecated"}) {
+		t.Errorf("GET v1alpha1 warnings %q, want the default text", got)
+	}
+	if err := got.UnmarshalJSON(r.Body); err != nil || got.GetAPIVersion() != "ver.example.com/v1alpha1" {
+		t.Errorf("GET v1alpha1: %d %s", r.Code, r.Body)
+	}
+
+	// Discovery orders the versions as kube-apiserver does: GA, beta,
+	// alpha; the preferred version is the first.
+	var g metav1.APIGroup
+	decodeInto(t, k.do(t, "GET", "/apis/ver.example.com", nil), &g)
+	if want := []string{"ver.example.com/v1", "ver.example.com/v1beta1", "ver.example.com/v1alpha1"}; !reflect.DeepEqual(groupVersions(g), want) {
+		t.Errorf("/apis/ver.example.com versions %v, want %v", groupVersions(g), want)
+	}
+	if g.PreferredVersion.GroupVersion != "ver.example.com/v1" || g.PreferredVersion.Version != "v1" {
+		t.Errorf("preferredVersion %+v, want v1", g.PreferredVersion)
+	}
+	var groups metav1.APIGroupList
+	decodeInto(t, k.do(t, "GET", "/apis", nil), &groups)
+	found := false
+	for _, gr := range groups.Groups {
+		if gr.Name == "ver.example.com" {
+			found = true
+			if !reflect.DeepEqual(groupVersions(gr), groupVersions(g)) || gr.PreferredVersion.Version != "v1" {
+				t.Errorf("/apis entry %+v differs from /apis/ver.example.com", gr)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("/apis does not list ver.example.com")
+	}
+	crd, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctxT(t), "widgets.ver.example.com", metav1.GetOptions{})
+	if err != nil || !reflect.DeepEqual(crd.Status.StoredVersions, []string{"v1"}) {
+		t.Errorf("storedVersions: %v %v, want [v1]", err, crd.Status.StoredVersions)
+	}
+}
