@@ -38,6 +38,8 @@ type crdController struct {
 	queue  map[string]bool
 	wake   chan struct{}
 	served map[string]schema.GroupResource // CRD name → resource it serves
+	// refused holds the CRDs whose names are not all accepted.
+	refused map[string]bool
 }
 
 func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdController, error) {
@@ -45,7 +47,7 @@ func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdCont
 	if err != nil {
 		return nil, err
 	}
-	return &crdController{s: s, converters: converters, queue: map[string]bool{}, wake: make(chan struct{}, 1), served: map[string]schema.GroupResource{}}, nil
+	return &crdController{s: s, converters: converters, queue: map[string]bool{}, wake: make(chan struct{}, 1), served: map[string]schema.GroupResource{}, refused: map[string]bool{}}, nil
 }
 
 func (c *crdController) enqueue(name string) {
@@ -62,9 +64,17 @@ func (c *crdController) enqueue(name string) {
 // and then follows every CRD write.
 func (c *crdController) start(ctx context.Context) error {
 	c.s.store.Subscribe(func(ev storage.Event) {
-		if ev.Object.Resource == crdStorageResource {
-			c.enqueue(ev.Object.Name)
+		if ev.Object.Resource != crdStorageResource {
+			return
 		}
+		c.enqueue(ev.Object.Name)
+		// A change of one CRD may free names another one waits for, as
+		// kube-apiserver's naming controller knows.
+		c.mu.Lock()
+		for name := range c.refused {
+			c.queue[name] = true
+		}
+		c.mu.Unlock()
 	})
 	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
@@ -111,6 +121,9 @@ func (c *crdController) sync(ctx context.Context, name string) error {
 	obj, _, err := c.s.getObject(ctx, res, "", name)
 	if apierrors.IsNotFound(err) {
 		c.unserve(name)
+		c.mu.Lock()
+		delete(c.refused, name)
+		c.mu.Unlock()
 		return nil
 	}
 	if err != nil {
@@ -130,6 +143,13 @@ func (c *crdController) sync(ctx context.Context, name string) error {
 	apihelpers.SetCRDCondition(updated, namesAccepted)
 	apihelpers.SetCRDCondition(updated, established)
 
+	c.mu.Lock()
+	if namesAccepted.Status == apiextensionsv1.ConditionTrue {
+		delete(c.refused, name)
+	} else {
+		c.refused[name] = true
+	}
+	c.mu.Unlock()
 	if namesAccepted.Status == apiextensionsv1.ConditionTrue {
 		served, err := customresource.New(updated, c.converters)
 		if err != nil {

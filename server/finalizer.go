@@ -123,7 +123,8 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
 			return false, err
 		}
-		if err := f.deleteCustomResources(ctx, crd.Spec.Group+"/"+crd.Spec.Names.Plural); err != nil {
+		remaining, err := f.deleteCustomResources(ctx, crd)
+		if err != nil || remaining {
 			return false, err
 		}
 		obj.SetFinalizers(withoutFinalizer(obj.GetFinalizers(), builtin.CRDCleanupFinalizer))
@@ -167,20 +168,50 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 	return remaining, nil
 }
 
-// deleteCustomResources removes every stored object of a CRD's resource.
-func (f *finalizer) deleteCustomResources(ctx context.Context, storageResource string) error {
+// deleteCustomResources deletes every custom resource of crd, as
+// kube-apiserver's CRD finalizer does: through the resource's own delete
+// (an object with finalizers is only marked), so remaining is true until
+// the last one is gone. A resource that is not served (its names were never
+// accepted) has its stored objects removed directly.
+func (f *finalizer) deleteCustomResources(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (remaining bool, err error) {
+	var res *registry.Resource
+	served := false
+	for _, v := range crd.Spec.Versions {
+		if r, ok := f.s.reg.Get(crd.Spec.Group, v.Name, crd.Status.AcceptedNames.Plural); ok && r.Custom {
+			res, served = r, true
+			break
+		}
+	}
+	if served {
+		items, _, err := f.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		background := metav1.DeletePropagationBackground
+		for _, obj := range items {
+			remaining = true
+			if obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if _, _, err := f.s.deleteObject(ctx, res, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !apierrors.IsNotFound(err) {
+				return true, err
+			}
+		}
+		return remaining, nil
+	}
+	storageResource := crd.Spec.Group + "/" + crd.Spec.Names.Plural
 	for {
 		page, err := f.s.store.List(ctx, storageResource, storage.ListOptions{Limit: 500})
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, o := range page.Items {
 			if _, err := f.s.store.Delete(ctx, o.Key, o.Rev, func(int64) ([]byte, error) { return o.Data, nil }); err != nil && err != storage.ErrNotFound && err != storage.ErrConflict {
-				return err
+				return false, err
 			}
 		}
 		if !page.More {
-			return nil
+			return false, nil
 		}
 	}
 }

@@ -149,6 +149,10 @@ func newSelection(res *registry.Resource, opts *metainternalversion.ListOptions)
 	// Every field a selector names must be one the kind supports.
 	probe := sel.fieldSet(&unstructured.Unstructured{Object: map[string]interface{}{}})
 	for _, req := range sel.fields.Requirements() {
+		if _, ok := probe[req.Field]; !ok && res.Custom {
+			// What kube-apiserver's custom resource converter answers.
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
 		if _, ok := probe[req.Field]; !ok {
 			known := make([]string, 0, len(probe))
 			for k := range probe {

@@ -257,8 +257,9 @@ func (ww *watchWriter) change(ev storage.Event) bool {
 		case matches:
 			return ww.send("ADDED", obj)
 		case oldMatches:
-			obj.SetResourceVersion(strconv.FormatInt(ev.Object.Rev, 10))
-			return ww.send("DELETED", obj)
+			// As kube-apiserver: the previous content, at this revision.
+			old.SetResourceVersion(strconv.FormatInt(ev.Object.Rev, 10))
+			return ww.send("DELETED", old)
 		}
 	case storage.OpDeleted:
 		if matches || oldMatches {

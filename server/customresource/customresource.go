@@ -92,6 +92,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		ShortNames: crd.Status.AcceptedNames.ShortNames,
 		Categories: crd.Status.AcceptedNames.Categories,
 		Strategy:   s,
+		Custom:     true,
 		// Custom resources take no strategic merge patch (no GoType: 415).
 		VersionTables:       map[string]registry.TableConvertor{},
 		OpenAPIV3:           map[string]*spec3.OpenAPI{},

@@ -98,6 +98,8 @@ type Resource struct {
 	OpenAPIV2 map[string]*spec.Swagger
 	// Scale is set when the resource has a /scale subresource.
 	Scale *Scale
+	// Custom is true for the resources of CRDs.
+	Custom bool
 	// Terminating is set while the resource's CRD is being deleted:
 	// creates are refused.
 	Terminating bool
