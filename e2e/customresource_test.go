@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -162,24 +163,16 @@ func expectCondition(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition
 // an API error).
 func statusOf(t testing.TB, err error) metav1.Status {
 	t.Helper()
-	var se apierrors.APIStatus
 	if err == nil {
 		t.Errorf("request succeeded, want an error")
 		return metav1.Status{}
 	}
-	if !asAPIStatus(err, &se) {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
 		t.Errorf("error %v (%T) is not an API Status", err, err)
 		return metav1.Status{}
 	}
 	return se.Status()
-}
-
-func asAPIStatus(err error, out *apierrors.APIStatus) bool {
-	if s, ok := err.(apierrors.APIStatus); ok {
-		*out = s
-		return true
-	}
-	return false
 }
 
 // expectInvalid checks a 422 Invalid answer: the message and the exact
@@ -478,7 +471,15 @@ func TestCustomResourceDefinitionTerminating(t *testing.T) {
 	if err != nil || crdCondition(got, apiextensionsv1.Terminating) == nil || crdCondition(got, apiextensionsv1.Terminating).Status != apiextensionsv1.ConditionTrue {
 		t.Fatalf("CRD while an object remains: %v %v, want it Terminating", err, got)
 	}
-	r = k.do(t, "POST", "/apis/stable.example.com/v1/namespaces/default/crontabs", mustJSON(t, cronTab("late").Object))
+	// Creates are refused once the CRD handler sees the Terminating
+	// condition (kube-apiserver's sees it through an informer: soon, not
+	// at once).
+	attempt := 0
+	eventually(t, 5*time.Second, "creates to be refused", func() (bool, error) {
+		attempt++
+		r = k.do(t, "POST", "/apis/stable.example.com/v1/namespaces/default/crontabs", mustJSON(t, cronTab(fmt.Sprintf("late-%d", attempt)).Object))
+		return r.Code != http.StatusCreated, fmt.Errorf("POST: %d", r.Code)
+	})
 	expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "create not allowed while custom resource definition is terminating")
 	// Releasing the object lets the CRD go.
 	held.SetFinalizers(nil)
@@ -832,6 +833,12 @@ func TestCustomResourceSchema(t *testing.T) {
 
 	t.Run("selectableFields", func(t *testing.T) {
 		ctx := ctxT(t)
+		// A namespace of its own: the other subtests' gadgets stay out.
+		if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("sel"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gadgets := k.Dyn.Resource(gvrGadgets).Namespace("sel")
+		const path = "/apis/dyn.example.com/v1/namespaces/sel/gadgets"
 		for name, color := range map[string]string{"sel-blue": "blue", "sel-red": "red", "sel-blue2": "blue"} {
 			if _, err := gadgets.Create(ctx, gadget(name, map[string]interface{}{"color": color}), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)

@@ -204,7 +204,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 	}
 	for _, obj := range items {
 		if err := req.res.Strategy.Convert(obj, req.version); err != nil {
-			writeError(w, r, apierrors.NewInternalError(err))
+			writeError(w, r, err)
 			return
 		}
 	}
@@ -504,7 +504,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		return
 	}
 	if err := req.res.Strategy.Convert(obj, req.res.StorageVersion); err != nil {
-		writeError(w, r, apierrors.NewInternalError(err))
+		writeError(w, r, err)
 		return
 	}
 	updated, err := s.updateObject(r.Context(), req, opts.dryRun, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -813,7 +813,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 			return
 		}
 		if err := req.res.Strategy.Convert(out, req.version); err != nil {
-			writeError(w, r, apierrors.NewInternalError(err))
+			writeError(w, r, err)
 			return
 		}
 		deleted = append(deleted, out.Object)

@@ -200,7 +200,7 @@ func (s *Server) respondObject(w http.ResponseWriter, r *http.Request, req *reso
 		return
 	}
 	if err := req.res.Strategy.Convert(obj, req.version); err != nil {
-		writeError(w, r, apierrors.NewInternalError(err))
+		writeError(w, r, err)
 		return
 	}
 	switch out.as {

@@ -183,7 +183,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}
 	if applied.GetAPIVersion() == gv.String() && req.version != req.res.StorageVersion {
 		if err := req.res.Strategy.Convert(applied, req.res.StorageVersion); err != nil {
-			writeError(w, r, apierrors.NewInternalError(err))
+			writeError(w, r, err)
 			return
 		}
 	}

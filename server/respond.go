@@ -154,7 +154,9 @@ func toStatus(err error) *metav1.Status {
 	if se, ok := err.(apierrors.APIStatus); ok {
 		status = se.Status()
 	} else {
-		status = apierrors.NewInternalError(err).ErrStatus
+		// Like kube-apiserver, an error that is not a Status (a failed
+		// conversion webhook, say) is a 500 with its own message.
+		status = metav1.Status{Code: http.StatusInternalServerError, Message: err.Error()}
 	}
 	status.Kind = "Status"
 	status.APIVersion = "v1"

@@ -272,7 +272,7 @@ func (ww *watchWriter) change(ev storage.Event) bool {
 
 func (ww *watchWriter) send(typ string, obj *unstructured.Unstructured) bool {
 	if err := ww.req.res.Strategy.Convert(obj, ww.req.version); err != nil {
-		return ww.sendError(apierrors.NewInternalError(err))
+		return ww.sendError(err)
 	}
 	var payload any = obj.Object
 	switch ww.out.as {
