@@ -84,13 +84,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := srv.Bootstrap(ctx); err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
-	}
 	ctrlCtx, stopControllers := context.WithCancel(context.Background())
 	defer stopControllers()
 	if err := srv.Start(ctrlCtx); err != nil {
 		return err
+	}
+	if err := srv.Bootstrap(ctx); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
 	}
 	go store.RunCompaction(ctrlCtx, storage.Retention{Age: *historyAge, Revisions: *historyRevisions}, *compactionInterval, log)
 

@@ -159,7 +159,7 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 			if obj.GetDeletionTimestamp() != nil {
 				continue
 			}
-			_, _, err := f.s.deleteObject(ctx, res, namespace, obj.GetName(), &metav1.DeleteOptions{PropagationPolicy: &background})
+			_, _, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}
@@ -193,7 +193,7 @@ func (f *finalizer) deleteCustomResources(ctx context.Context, crd *apiextension
 			if obj.GetDeletionTimestamp() != nil {
 				continue
 			}
-			if _, _, err := f.s.deleteObject(ctx, res, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !apierrors.IsNotFound(err) {
+			if _, _, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: obj.GetNamespace(), name: obj.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"net/http"
 	"sort"
 	"strconv"
@@ -427,6 +428,20 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if manager != "" {
 		obj = s.trackUpdate(res, "", nil, obj, manager)
 	}
+	// Admission as kube-apiserver orders it: the namespace lifecycle and
+	// the mutating webhooks, then the kind's own rules, then the
+	// validating webhooks.
+	if err := s.admitNamespace(ctx, res, obj.GetNamespace(), obj.GetName()); err != nil {
+		return nil, err
+	}
+	options := &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{Kind: "CreateOptions", APIVersion: "meta.k8s.io/v1"}, FieldManager: manager}
+	if dryRun {
+		options.DryRun = []string{metav1.DryRunAll}
+	}
+	attr := s.admissionAttributes(req, obj, nil, admission.Create, options, dryRun)
+	if err := s.mutate(ctx, attr); err != nil {
+		return nil, err
+	}
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
 		obj.SetName(names.SimpleNameGenerator.GenerateName(obj.GetGenerateName()))
 	}
@@ -450,7 +465,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 		// Validation reports a missing name; this guards the store.
 		return nil, apierrors.NewBadRequest("name is required")
 	}
-	if err := s.admitNamespace(ctx, res, obj.GetNamespace(), obj.GetName()); err != nil {
+	if err := s.validateAdmission(ctx, attr); err != nil {
 		return nil, err
 	}
 	if dryRun {
@@ -554,6 +569,14 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		obj.SetGeneration(old.GetGeneration())
 		obj.SetSelfLink("")
 		obj.SetResourceVersion(old.GetResourceVersion())
+		options := &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{Kind: "UpdateOptions", APIVersion: "meta.k8s.io/v1"}}
+		if dryRun {
+			options.DryRun = []string{metav1.DryRunAll}
+		}
+		attr := s.admissionAttributes(req, obj, old, admission.Update, options, dryRun)
+		if err := s.mutate(ctx, attr); err != nil {
+			return nil, err
+		}
 		if req.subresource == "finalize" {
 			// Only spec.finalizers change through /finalize.
 			fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
@@ -580,6 +603,9 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
 			}
+		}
+		if err := s.validateAdmission(ctx, attr); err != nil {
+			return nil, err
 		}
 		if dryRun {
 			return obj, nil
@@ -628,7 +654,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	obj, deleted, err := s.deleteObject(r.Context(), req.res, req.namespace, req.name, opts)
+	obj, deleted, err := s.deleteObject(r.Context(), req, opts)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -680,14 +706,26 @@ func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 // does: preconditions, then either a pending deletion (finalizers; the
 // object is returned with deletionTimestamp set, deleted=false) or the
 // removal (deleted=true). The returned object is in the storage version.
-func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, namespace, name string, opts *metav1.DeleteOptions) (*unstructured.Unstructured, bool, error) {
+func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *metav1.DeleteOptions) (*unstructured.Unstructured, bool, error) {
+	res, namespace, name := req.res, req.namespace, req.name
 	dryRun := len(opts.DryRun) > 0
+	if opts.Kind == "" {
+		opts.TypeMeta = metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "meta.k8s.io/v1"}
+	}
+	// The mutating webhooks see a DELETE without objects, as in
+	// kube-apiserver; the validating ones see the object being deleted.
+	if err := s.mutate(ctx, s.admissionAttributes(req, nil, nil, admission.Delete, opts, dryRun)); err != nil {
+		return nil, false, err
+	}
 	for attempt := 0; ; attempt++ {
 		obj, rev, err := s.getObject(ctx, res, namespace, name)
 		if err != nil {
 			return nil, false, err
 		}
 		current := obj.DeepCopy()
+		if err := s.validateAdmission(ctx, s.admissionAttributes(req, nil, current, admission.Delete, opts, dryRun)); err != nil {
+			return nil, false, err
+		}
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != obj.GetUID() {
 				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, obj.GetUID()))
@@ -804,7 +842,9 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	// marked for deletion).
 	deleted := make([]interface{}, 0, len(items))
 	for _, obj := range items {
-		out, _, err := s.deleteObject(r.Context(), req.res, obj.GetNamespace(), obj.GetName(), opts)
+		item := *req
+		item.namespace, item.name = obj.GetNamespace(), obj.GetName()
+		out, _, err := s.deleteObject(r.Context(), &item, opts)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

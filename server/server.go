@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/kapi-dev/kapi/admission"
 	"github.com/kapi-dev/kapi/admission/webhook"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"log/slog"
@@ -41,6 +42,7 @@ type Server struct {
 
 	finalizer     *finalizer
 	crds          *crdController
+	webhooks      *admission.Webhooks
 	fieldManagers fieldManagers
 	// stopping is closed when the server begins to shut down; long-running
 	// requests (watches) end then.
@@ -72,12 +74,18 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
 		return nil, err
 	}
+	if s.webhooks, err = admission.NewWebhooks(opts.ServiceResolver); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Start serves the stored CRDs and runs the controllers until ctx ends.
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.crds.start(ctx); err != nil {
+		return err
+	}
+	if err := s.startAdmission(ctx); err != nil {
 		return err
 	}
 	return s.finalizer.start(ctx)
@@ -218,6 +226,7 @@ func methodNotAllowed(r *http.Request) error {
 
 // serveResource dispatches a resource request to its verb.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	r = r.WithContext(withWarnings(r.Context(), w))
 	if text, ok := req.res.DeprecationWarnings[req.version]; ok {
 		addWarning(w, text)
 	}

@@ -28,6 +28,11 @@ func newTestServer(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	if err := s.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,156 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// Webhooks calls the mutating and validating admission webhooks of the
+// stored configurations, with kube-apiserver's own admission plugins
+// (k8s.io/apiserver/pkg/admission/plugin/webhook): rule matching with
+// matchPolicy, namespace and object selectors, matchConditions, ordering,
+// reinvocation, failurePolicy, timeouts, sideEffects with dryRun,
+// AdmissionReview v1/v1beta1, patches and warnings. The plugins read the
+// configurations and namespaces from informer caches that kapi feeds from
+// its store (Observe), not through a loopback client.
+type Webhooks struct {
+	cache      *fake.Clientset
+	factory    informers.SharedInformerFactory
+	mutating   *mutating.Plugin
+	validating *validating.Plugin
+	started    bool
+}
+
+// allowAll answers every authorization check as for kapi's admin identity
+// (kapi has no RBAC yet), for matchConditions' `authorizer`.
+type allowAll struct{}
+
+func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
+}
+
+// NewWebhooks builds the webhook plugins. resolver resolves
+// clientConfig.service references.
+func NewWebhooks(resolver webhookutil.ServiceResolver) (*Webhooks, error) {
+	w := &Webhooks{cache: fake.NewSimpleClientset()}
+	w.factory = informers.NewSharedInformerFactory(w.cache, 0)
+	var err error
+	if w.mutating, err = mutating.NewMutatingWebhook(nil); err != nil {
+		return nil, err
+	}
+	if w.validating, err = validating.NewValidatingAdmissionWebhook(nil); err != nil {
+		return nil, err
+	}
+	w.mutating.SetServiceResolver(resolver)
+	w.validating.SetServiceResolver(resolver)
+	w.mutating.SetExternalKubeClientSet(w.cache)
+	w.validating.SetExternalKubeClientSet(w.cache)
+	w.mutating.SetAuthorizer(allowAll{})
+	w.validating.SetAuthorizer(allowAll{})
+	w.mutating.SetExternalKubeInformerFactory(w.factory)
+	w.validating.SetExternalKubeInformerFactory(w.factory)
+	if err := w.mutating.ValidateInitialization(); err != nil {
+		return nil, err
+	}
+	if err := w.validating.ValidateInitialization(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Start runs the caches until ctx ends and waits for their first sync.
+func (w *Webhooks) Start(ctx context.Context) error {
+	// The informers the plugins use, before the factory starts them.
+	w.factory.Core().V1().Namespaces().Informer()
+	w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	w.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
+	w.factory.Start(ctx.Done())
+	synced := w.factory.WaitForCacheSync(ctx.Done())
+	w.started = true
+	for typ, ok := range synced {
+		if !ok {
+			return fmt.Errorf("admission cache of %v did not sync", typ)
+		}
+	}
+	return nil
+}
+
+// Observe feeds a stored namespace or webhook configuration (its current
+// state, or its deletion) to the plugins' caches.
+func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
+	t := w.cache.Tracker()
+	var gvr = corev1.SchemeGroupVersion.WithResource("namespaces")
+	var ns, name string
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		name = o.Name
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), o.Name
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), o.Name
+	default:
+		return fmt.Errorf("admission: cannot observe %T", obj)
+	}
+	var err error
+	if deleted {
+		if err = t.Delete(gvr, ns, name); isNotFound(err) {
+			err = nil
+		}
+	} else if err = t.Update(gvr, obj, ns); isNotFound(err) {
+		err = t.Add(obj)
+	}
+	if err != nil || !w.started {
+		return err
+	}
+	// Wait until the informer has taken the change, so that the fake
+	// watch it reads never fills up, and a request right after a change
+	// sees it.
+	informer, ierr := w.factory.ForResource(gvr)
+	if ierr != nil {
+		return ierr
+	}
+	want := ""
+	if !deleted {
+		want = obj.(metav1.Object).GetResourceVersion()
+	}
+	for i := 0; i < 1000; i++ {
+		item, exists, _ := informer.Informer().GetStore().GetByKey(name)
+		if (deleted && !exists) || (exists && item.(metav1.Object).GetResourceVersion() == want) {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("admission cache did not take %s %s", gvr.Resource, name)
+}
+
+// Admit runs the mutating webhooks on attr, changing its object in place.
+func (w *Webhooks) Admit(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
+	if !w.mutating.Handles(attr.GetOperation()) {
+		return nil
+	}
+	return w.mutating.Admit(ctx, attr, o)
+}
+
+// Validate runs the validating webhooks on attr.
+func (w *Webhooks) Validate(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
+	if !w.validating.Handles(attr.GetOperation()) {
+		return nil
+	}
+	return w.validating.Validate(ctx, attr, o)
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

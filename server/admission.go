@@ -1,0 +1,255 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// adminUser is who every request is, until authentication comes: the
+// identity of kapi's kubeconfig.
+var adminUser = &user.DefaultInfo{Name: "kubernetes-admin", Groups: []string{"system:masters", "system:authenticated"}}
+
+// admissionFeed hands the stored namespaces and webhook configurations to
+// the admission plugins' caches, in revision order, off the writer's path.
+type admissionFeed struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	events []storage.Event
+}
+
+var admissionResources = map[string]func() runtime.Object{
+	"/namespaces": func() runtime.Object { return &corev1.Namespace{} },
+	"admissionregistration.k8s.io/mutatingwebhookconfigurations":   func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+	"admissionregistration.k8s.io/validatingwebhookconfigurations": func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+}
+
+// startAdmission feeds the webhooks' caches with what is stored, then
+// follows every change of it.
+func (s *Server) startAdmission(ctx context.Context) error {
+	feed := &admissionFeed{}
+	feed.cond = sync.NewCond(&feed.mu)
+	s.store.Subscribe(func(ev storage.Event) {
+		if _, ok := admissionResources[ev.Object.Resource]; !ok {
+			return
+		}
+		feed.mu.Lock()
+		feed.events = append(feed.events, ev)
+		feed.mu.Unlock()
+		feed.cond.Signal()
+	})
+	for resource := range admissionResources {
+		for after := ""; ; {
+			page, err := s.store.List(ctx, resource, storage.ListOptions{AfterName: after, Limit: 500})
+			if err != nil {
+				return err
+			}
+			for _, o := range page.Items {
+				if err := s.observe(storage.Event{Op: storage.OpAdded, Object: *o}); err != nil {
+					return err
+				}
+				after = o.Name
+			}
+			if !page.More {
+				break
+			}
+		}
+	}
+	if err := s.webhooks.Start(ctx); err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		feed.cond.Broadcast()
+	}()
+	go func() {
+		for {
+			feed.mu.Lock()
+			for len(feed.events) == 0 && ctx.Err() == nil {
+				feed.cond.Wait()
+			}
+			events := feed.events
+			feed.events = nil
+			feed.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			for _, ev := range events {
+				if err := s.observe(ev); err != nil {
+					s.log.Warn("admission cache", "resource", ev.Object.Resource, "name", ev.Object.Name, "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *Server) observe(ev storage.Event) error {
+	obj := admissionResources[ev.Object.Resource]()
+	if err := json.Unmarshal(ev.Object.Data, obj); err != nil {
+		return err
+	}
+	return s.webhooks.Observe(obj, ev.Op == storage.OpDeleted)
+}
+
+// admissionAttributes describes a write for the admission plugins. obj and
+// old are in the storage version (either may be nil); kind and resource are
+// those of the request.
+func (s *Server) admissionAttributes(req *resourceRequest, obj, old *unstructured.Unstructured, op admission.Operation, options runtime.Object, dryRun bool) admission.Attributes {
+	gvk := schema.GroupVersionKind{Group: req.res.Group, Version: req.version, Kind: req.res.Kind}
+	gvr := schema.GroupVersionResource{Group: req.res.Group, Version: req.version, Resource: req.res.Plural}
+	var o, oo runtime.Object
+	name := req.name
+	if obj != nil {
+		o = obj
+		if name == "" {
+			name = obj.GetName()
+		}
+	}
+	if old != nil {
+		oo = old
+	}
+	sub := req.subresource
+	return admission.NewAttributesRecord(o, oo, gvk, req.namespace, name, gvr, sub, op, options, dryRun, adminUser)
+}
+
+// withWarnings lets admission plugins add Warning headers to w.
+func withWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
+	return warning.WithWarningRecorder(ctx, warningRecorder{w})
+}
+
+type warningRecorder struct{ w http.ResponseWriter }
+
+func (r warningRecorder) AddWarning(agent, text string) {
+	if agent == "" {
+		agent = "-"
+	}
+	r.w.Header().Add("Warning", fmt.Sprintf("299 %s %q", agent, text))
+}
+
+// objectInterfaces lets the admission plugins convert, type and create the
+// unstructured objects kapi hands them, through the registry.
+type objectInterfaces struct{ s *Server }
+
+func (o objectInterfaces) GetObjectCreater() runtime.ObjectCreater     { return o }
+func (o objectInterfaces) GetObjectTyper() runtime.ObjectTyper         { return o }
+func (o objectInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter { return o }
+func (o objectInterfaces) GetObjectConvertor() runtime.ObjectConvertor { return o }
+func (o objectInterfaces) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
+	return o.s.equivalentResources()
+}
+
+func (o objectInterfaces) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+func (o objectInterfaces) ObjectKinds(obj runtime.Object) ([]schema.GroupVersionKind, bool, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		return nil, false, fmt.Errorf("object has no kind")
+	}
+	return []schema.GroupVersionKind{gvk}, false, nil
+}
+
+func (o objectInterfaces) Recognizes(gvk schema.GroupVersionKind) bool {
+	_, ok := o.s.resourceForKind(gvk)
+	return ok
+}
+
+func (o objectInterfaces) Default(runtime.Object) {}
+
+func (o objectInterfaces) Convert(in, out, context interface{}) error {
+	src, ok1 := in.(*unstructured.Unstructured)
+	dst, ok2 := out.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("cannot convert %T into %T", in, out)
+	}
+	target := dst.GroupVersionKind()
+	converted, err := o.ConvertToVersion(src, target.GroupVersion())
+	if err != nil {
+		return err
+	}
+	dst.Object = converted.(*unstructured.Unstructured).Object
+	return nil
+}
+
+func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("cannot convert %T", in)
+	}
+	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("%v cannot be converted to %v", u.GroupVersionKind(), target)
+	}
+	res, found := o.s.resourceForKind(u.GroupVersionKind())
+	if !found {
+		return nil, fmt.Errorf("no served kind %v", u.GroupVersionKind())
+	}
+	out := u.DeepCopy()
+	if err := res.Strategy.Convert(out, gvk.Version); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (o objectInterfaces) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+// resourceForKind finds the served resource of a kind.
+func (s *Server) resourceForKind(gvk schema.GroupVersionKind) (*registry.Resource, bool) {
+	for _, res := range s.reg.All() {
+		if res.Group == gvk.Group && res.Kind == gvk.Kind && res.Serves(gvk.Version) {
+			return res, true
+		}
+	}
+	return nil, false
+}
+
+// equivalentResources maps every served resource to the kind of each of
+// its versions, and makes the versions of a resource equivalent, for
+// matchPolicy: Equivalent.
+func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
+	m := runtime.NewEquivalentResourceRegistry()
+	for _, res := range s.reg.All() {
+		for _, v := range res.Versions {
+			gvr := schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural}
+			m.RegisterKindFor(gvr, "", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
+			if res.Status {
+				m.RegisterKindFor(gvr, "status", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
+			}
+			if res.Scale != nil {
+				m.RegisterKindFor(gvr, "scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
+			}
+		}
+	}
+	return m
+}
+
+// mutate runs the mutating admission webhooks on a write; they change obj
+// in place.
+func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
+	return s.webhooks.Admit(ctx, attr, objectInterfaces{s})
+}
+
+// validateAdmission runs the validating admission webhooks on a write.
+func (s *Server) validateAdmission(ctx context.Context, attr admission.Attributes) error {
+	return s.webhooks.Validate(ctx, attr, objectInterfaces{s})
+}
