@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/kapi-dev/kapi/admission/webhook"
 	"github.com/kapi-dev/kapi/server"
 	"github.com/kapi-dev/kapi/server/builtin"
@@ -50,6 +52,8 @@ func run() error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// The Kubernetes libraries log through klog: send it to the same place.
+	klog.SetSlogLogger(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -78,6 +78,8 @@ func (w *Webhooks) Start(ctx context.Context) error {
 	w.factory.Core().V1().Namespaces().Informer()
 	w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
 	w.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
+	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
+	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()
 	w.factory.Start(ctx.Done())
 	synced := w.factory.WaitForCacheSync(ctx.Done())
 	w.started = true
@@ -102,6 +104,10 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), o.Name
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), o.Name
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), o.Name
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"), o.Name
 	default:
 		return fmt.Errorf("admission: cannot observe %T", obj)
 	}

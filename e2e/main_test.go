@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -132,22 +131,12 @@ func startKapiIn(t testing.TB, dataDir string, args ...string) *kapi {
 	return nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
 
 func tryStart(t testing.TB, dataDir string, args []string) (*kapi, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	// A test may pin the address (to restart kapi where clients expect it).
+	// kapi picks a free port itself (port 0) and names it in the
+	// kubeconfig it writes, so parallel tests never race for a port. A
+	// test may pin the address (to restart kapi where clients expect it).
+	addr := "127.0.0.1:0"
 	for i, a := range args {
 		if a == "--listen" && i+1 < len(args) {
 			addr = args[i+1]
@@ -156,10 +145,13 @@ func tryStart(t testing.TB, dataDir string, args []string) (*kapi, error) {
 	k := &kapi{
 		Kubeconfig: filepath.Join(dataDir, "kubeconfig"),
 		DataDir:    dataDir,
-		URL:        "http://" + addr,
 		cacheDir:   filepath.Join(t.TempDir(), "kube-cache"),
 		log:        &syncBuffer{},
 		exited:     make(chan struct{}),
+	}
+	// A kubeconfig left by an earlier run in this data dir is not ours.
+	if err := os.Remove(k.Kubeconfig); err != nil && !os.IsNotExist(err) {
+		return nil, err
 	}
 	argv := append([]string{"--listen", addr, "--data-dir", dataDir, "--kubeconfig-out", k.Kubeconfig}, args...)
 	k.cmd = exec.Command(kapiBinary, argv...)
@@ -171,6 +163,22 @@ func tryStart(t testing.TB, dataDir string, args []string) (*kapi, error) {
 		k.exitErr = k.cmd.Wait()
 		close(k.exited)
 	}()
+	// kapi writes the kubeconfig once it listens.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig); err == nil {
+			k.URL = cfg.Host
+			break
+		}
+		select {
+		case <-k.exited:
+			return nil, fmt.Errorf("kapi exited before writing its kubeconfig: %v; log:\n%s", k.exitErr, k.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			k.kill()
+			return nil, fmt.Errorf("kapi wrote no kubeconfig within 10s; log:\n%s", k.log.String())
+		}
+	}
 	if err := k.waitReady(10 * time.Second); err != nil {
 		k.kill()
 		return nil, fmt.Errorf("%v; kapi log:\n%s", err, k.log.String())

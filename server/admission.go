@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	kapiadmission "github.com/kapi-dev/kapi/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -36,6 +38,10 @@ var admissionResources = map[string]func() runtime.Object{
 	"/namespaces": func() runtime.Object { return &corev1.Namespace{} },
 	"admissionregistration.k8s.io/mutatingwebhookconfigurations":   func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
 	"admissionregistration.k8s.io/validatingwebhookconfigurations": func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+	"admissionregistration.k8s.io/validatingadmissionpolicies":     func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+	"admissionregistration.k8s.io/validatingadmissionpolicybindings": func() runtime.Object {
+		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	},
 }
 
 // startAdmission feeds the webhooks' caches with what is stored, then
@@ -70,6 +76,10 @@ func (s *Server) startAdmission(ctx context.Context) error {
 		}
 	}
 	if err := s.webhooks.Start(ctx); err != nil {
+		return err
+	}
+	var err error
+	if s.policies, err = kapiadmission.NewPolicies(ctx, s.webhooks, paramsClient{s}, restMapper{s}); err != nil {
 		return err
 	}
 	go func() {
@@ -249,7 +259,11 @@ func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
 	return s.webhooks.Admit(ctx, attr, objectInterfaces{s})
 }
 
-// validateAdmission runs the validating admission webhooks on a write.
+// validateAdmission runs, in kube-apiserver's order, the validating
+// admission policies and the validating webhooks on a write.
 func (s *Server) validateAdmission(ctx context.Context, attr admission.Attributes) error {
+	if err := s.policies.Validate(ctx, attr, objectInterfaces{s}); err != nil {
+		return err
+	}
 	return s.webhooks.Validate(ctx, attr, objectInterfaces{s})
 }

@@ -43,6 +43,7 @@ type Server struct {
 	finalizer     *finalizer
 	crds          *crdController
 	webhooks      *admission.Webhooks
+	policies      *admission.Policies
 	fieldManagers fieldManagers
 	// stopping is closed when the server begins to shut down; long-running
 	// requests (watches) end then.

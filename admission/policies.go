@@ -1,0 +1,58 @@
+package admission
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/client-go/dynamic"
+)
+
+// excludedFromPolicies are the resources policies never apply to, as in
+// kube-apiserver: the admission configuration itself.
+var excludedFromPolicies = []schema.GroupResource{
+	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"},
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"},
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"},
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"},
+}
+
+// Policies evaluates ValidatingAdmissionPolicies and their bindings with
+// kube-apiserver's own plugin (k8s.io/apiserver/pkg/admission/plugin/policy/validating):
+// matchConstraints, matchConditions, variables, validations with messages
+// and reasons, auditAnnotations, failurePolicy, params through paramKind and
+// paramRef, validationActions Deny/Warn/Audit. Policies and bindings come
+// from the same caches as the webhooks; params are read through params, a
+// dynamic client over kapi's own store.
+type Policies struct {
+	plugin *validating.Plugin
+}
+
+// NewPolicies builds the policy plugin over w's caches and starts it until
+// ctx ends. mapper maps paramKinds to resources.
+func NewPolicies(ctx context.Context, w *Webhooks, params dynamic.Interface, mapper meta.RESTMapper) (*Policies, error) {
+	p := validating.NewPlugin(nil)
+	p.SetExternalKubeInformerFactory(w.factory)
+	p.SetExternalKubeClientSet(w.cache)
+	p.SetDynamicClient(params)
+	p.SetRESTMapper(mapper)
+	p.SetAuthorizer(allowAll{})
+	p.SetDrainedNotification(ctx.Done())
+	p.SetExcludedAdmissionResources(excludedFromPolicies)
+	if err := p.ValidateInitialization(); err != nil {
+		return nil, err
+	}
+	return &Policies{plugin: p}, nil
+}
+
+// Validate evaluates the policies bound to attr's request.
+func (p *Policies) Validate(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
+	if !p.plugin.Handles(attr.GetOperation()) {
+		return nil
+	}
+	return p.plugin.Validate(ctx, attr, o)
+}
