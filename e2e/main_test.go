@@ -131,7 +131,6 @@ func startKapiIn(t testing.TB, dataDir string, args ...string) *kapi {
 	return nil
 }
 
-
 func tryStart(t testing.TB, dataDir string, args []string) (*kapi, error) {
 	// kapi picks a free port itself (port 0) and names it in the
 	// kubeconfig it writes, so parallel tests never race for a port. A
