@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -34,9 +33,9 @@ type crdController struct {
 	s          *Server
 	converters *conversion.CRConverterFactory
 
+	queue *workQueue[string, struct{}]
+
 	mu     sync.Mutex
-	queue  map[string]bool
-	wake   chan struct{}
 	served map[string]schema.GroupResource // CRD name → resource it serves
 	// refused holds the CRDs whose names are not all accepted.
 	refused map[string]bool
@@ -47,18 +46,10 @@ func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdCont
 	if err != nil {
 		return nil, err
 	}
-	return &crdController{s: s, converters: converters, queue: map[string]bool{}, wake: make(chan struct{}, 1), served: map[string]schema.GroupResource{}, refused: map[string]bool{}}, nil
+	return &crdController{s: s, converters: converters, queue: newWorkQueue[string, struct{}](), served: map[string]schema.GroupResource{}, refused: map[string]bool{}}, nil
 }
 
-func (c *crdController) enqueue(name string) {
-	c.mu.Lock()
-	c.queue[name] = true
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
+func (c *crdController) enqueue(name string) { c.queue.add(name, struct{}{}) }
 
 // start serves the CRDs stored so far, before the server takes requests,
 // and then follows every CRD write.
@@ -71,10 +62,14 @@ func (c *crdController) start(ctx context.Context) error {
 		// A change of one CRD may free names another one waits for, as
 		// kube-apiserver's naming controller knows.
 		c.mu.Lock()
+		refused := make([]string, 0, len(c.refused))
 		for name := range c.refused {
-			c.queue[name] = true
+			refused = append(refused, name)
 		}
 		c.mu.Unlock()
+		for _, name := range refused {
+			c.enqueue(name)
+		}
 	})
 	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
@@ -86,33 +81,14 @@ func (c *crdController) start(ctx context.Context) error {
 			c.s.log.Warn("serving a CRD", "crd", obj.GetName(), "err", err)
 		}
 	}
-	go c.run(ctx)
+	go c.queue.run(ctx, func(ctx context.Context, name string, _ struct{}) bool {
+		if err := c.sync(ctx, name); err != nil {
+			c.s.log.Warn("serving a CRD", "crd", name, "err", err)
+			return false
+		}
+		return true
+	})
 	return nil
-}
-
-func (c *crdController) run(ctx context.Context) {
-	retry := time.NewTicker(time.Second)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.wake:
-		case <-retry.C:
-		}
-		c.mu.Lock()
-		work := c.queue
-		c.queue = map[string]bool{}
-		c.mu.Unlock()
-		for name := range work {
-			if err := c.sync(ctx, name); err != nil && ctx.Err() == nil {
-				c.s.log.Warn("serving a CRD", "crd", name, "err", err)
-				c.mu.Lock()
-				c.queue[name] = true
-				c.mu.Unlock()
-			}
-		}
-	}
 }
 
 // sync brings one CRD's names, conditions and served resource up to date.

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,26 +21,18 @@ import (
 // finalizer).
 type finalizer struct {
 	s     *Server
-	mu    sync.Mutex
-	queue map[storage.Key]*registry.Resource
-	wake  chan struct{}
+	queue *workQueue[storage.Key, *registry.Resource]
 }
 
 func newFinalizer(s *Server) *finalizer {
-	return &finalizer{s: s, queue: map[storage.Key]*registry.Resource{}, wake: make(chan struct{}, 1)}
+	return &finalizer{s: s, queue: newWorkQueue[storage.Key, *registry.Resource]()}
 }
 
 func (f *finalizer) enqueue(res *registry.Resource, namespace, name string) {
 	if res.Kind != "Namespace" && !(res.Kind == "CustomResourceDefinition" && res.Group == "apiextensions.k8s.io") {
 		return
 	}
-	f.mu.Lock()
-	f.queue[storageKey(res, namespace, name)] = res
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
+	f.queue.add(storageKey(res, namespace, name), res)
 }
 
 // start resumes deletions left pending by a previous run and works the
@@ -62,36 +52,14 @@ func (f *finalizer) start(ctx context.Context) error {
 			}
 		}
 	}
-	go f.run(ctx)
+	go f.queue.run(ctx, func(ctx context.Context, key storage.Key, res *registry.Resource) bool {
+		done, err := f.finalize(ctx, res, key.Name)
+		if err != nil && ctx.Err() == nil {
+			f.s.log.Warn("finalizing deletion", "resource", key.Resource, "name", key.Name, "err", err)
+		}
+		return done
+	})
 	return nil
-}
-
-func (f *finalizer) run(ctx context.Context) {
-	retry := time.NewTicker(time.Second)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-f.wake:
-		case <-retry.C:
-		}
-		f.mu.Lock()
-		work := f.queue
-		f.queue = map[storage.Key]*registry.Resource{}
-		f.mu.Unlock()
-		for key, res := range work {
-			done, err := f.finalize(ctx, res, key.Name)
-			if err != nil && ctx.Err() == nil {
-				f.s.log.Warn("finalizing deletion", "resource", key.Resource, "name", key.Name, "err", err)
-			}
-			if !done && ctx.Err() == nil {
-				f.mu.Lock()
-				f.queue[key] = res
-				f.mu.Unlock()
-			}
-		}
-	}
 }
 
 // finalize takes one step towards removing a terminating object; done is
