@@ -61,7 +61,8 @@ func run() error {
 	if *syncMode != "full" && *syncMode != "normal" {
 		return fmt.Errorf("--sync must be full or normal, not %q", *syncMode)
 	}
-	opts := storage.Options{InMemory: *inMemory, Durable: *syncMode == "full"}
+	metrics := server.NewMetrics()
+	opts := metrics.StorageHooks(storage.Options{InMemory: *inMemory, Durable: *syncMode == "full"})
 	if !*inMemory {
 		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 			return err
@@ -84,7 +85,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(store, reg, log, server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver})
+	srv, err := server.New(store, reg, log, server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -59,12 +59,17 @@ type Options struct {
 	// ServiceResolver resolves the service references of webhooks
 	// (CRD conversion).
 	ServiceResolver webhookutil.ServiceResolver
+	// Metrics are served at /metrics (new ones when nil).
+	Metrics *Metrics
 }
 
 // New returns a Server over store serving the resources of reg.
 func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Options) (*Server, error) {
 	if opts.BookmarkInterval <= 0 {
 		opts.BookmarkInterval = time.Minute
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
 	}
 	if opts.ServiceResolver == nil {
 		opts.ServiceResolver, _ = webhook.ParseServiceResolver("")
@@ -101,7 +106,8 @@ func (s *Server) BeginShutdown() {
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.recoverPanics)
+	r.Use(s.logRequests, s.recoverPanics, s.opts.Metrics.instrument)
+	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store))
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r.Get(p, s.serveHealth)
@@ -233,6 +239,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 	}
 	q := r.URL.Query()
 	isWatch := req.watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
+	noteRequest(r, req, metricVerb(r, req, isWatch))
 	if req.subresource == "finalize" && r.Method != http.MethodPut {
 		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: req.res.Plural + "/finalize"}, verbOf(r.Method)))
 		return
@@ -350,4 +357,19 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// metricVerb is the verb label kube-apiserver's request metrics use.
+func metricVerb(r *http.Request, req *resourceRequest, isWatch bool) string {
+	switch {
+	case r.Method == http.MethodGet && isWatch:
+		return "WATCH"
+	case r.Method == http.MethodGet && req.name == "":
+		return "LIST"
+	case r.Method == http.MethodPatch && strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch"):
+		return "APPLY"
+	case r.Method == http.MethodDelete && req.name == "":
+		return "DELETECOLLECTION"
+	}
+	return r.Method
 }

@@ -112,6 +112,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	}()
 	defer func() { close(done); <-unblocked }()
 
+	defer s.opts.Metrics.watchStarted(req)()
 	ww := &watchWriter{s: s, w: w, r: r, flusher: flusher, req: req, out: out, sel: sel}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
@@ -285,6 +286,7 @@ func (ww *watchWriter) send(typ string, obj *unstructured.Unstructured) bool {
 	case "PartialObjectMetadata":
 		payload = partialMetadata(obj, ww.out.version)
 	}
+	ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind).Inc()
 	return ww.write(watchEvent{Type: typ, Object: payload})
 }
 

@@ -363,3 +363,37 @@ func (d *sqliteDB) changes(ctx context.Context, resource string, rev int64, limi
 	}
 	return out, rows.Err()
 }
+
+func (d *sqliteDB) stats(ctx context.Context) (Stats, error) {
+	st := Stats{Objects: map[string]int64{}}
+	rows, err := d.reader.QueryContext(ctx, `SELECT resource, COUNT(*) FROM objects GROUP BY resource`)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var resource string
+		var n int64
+		if err := rows.Scan(&resource, &n); err != nil {
+			return st, err
+		}
+		st.Objects[resource] = n
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	// Release the connection: the in-memory store has only one.
+	rows.Close()
+	if err := d.reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM changelog`).Scan(&st.ChangelogRows); err != nil {
+		return st, err
+	}
+	var pages, pageSize int64
+	if err := d.reader.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		return st, err
+	}
+	if err := d.reader.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return st, err
+	}
+	st.SizeBytes = pages * pageSize
+	return st, nil
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Key addresses one object. Resource is "<group>/<plural>" (the core group
@@ -100,6 +101,8 @@ type Store struct {
 
 	// writeMu makes the store a single writer: revision assignment,
 	// commit and event delivery happen in one order.
+	opts Options
+
 	writeMu sync.Mutex
 	rev     int64 // last committed revision, guarded by writeMu
 
@@ -117,6 +120,28 @@ type Options struct {
 	// Durable makes every commit survive a power loss (synchronous=FULL);
 	// otherwise a commit survives a process kill (synchronous=NORMAL).
 	Durable bool
+	// OnCommit, when set, is told how long each committed write took.
+	OnCommit func(time.Duration)
+	// OnCompact, when set, is told how long each compaction took.
+	OnCompact func(time.Duration)
+}
+
+// Stats are figures of the store, for metrics.
+type Stats struct {
+	// Objects counts the live objects per resource.
+	Objects map[string]int64
+	// ChangelogRows is the length of the history kept.
+	ChangelogRows int64
+	// SizeBytes is the database's size.
+	SizeBytes int64
+}
+
+// Stats reads the store's figures.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	if s.closed.Load() {
+		return Stats{}, ErrClosed
+	}
+	return s.db.stats(ctx)
 }
 
 // Open opens (creating if needed) the store and applies migrations.
@@ -130,7 +155,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		db.close()
 		return nil, err
 	}
-	return &Store{db: db, rev: rev}, nil
+	return &Store{db: db, rev: rev, opts: opts}, nil
 }
 
 // Close closes the database. Calls after Close fail with ErrClosed.
@@ -243,9 +268,13 @@ func (s *Store) write(ctx context.Context, key Key, op Op, expectedRev int64, en
 		return nil, ErrClosed
 	}
 	rev := s.rev + 1
+	start := time.Now()
 	prev, err := s.db.commit(ctx, key, op, expectedRev, rev, enc)
 	if err != nil {
 		return nil, err
+	}
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(time.Since(start))
 	}
 	s.rev = rev
 	obj := Object{Key: key, Rev: rev, Data: prev.data}
@@ -262,7 +291,14 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 	if rev > s.CurrentRev() {
 		return ErrFutureRev
 	}
-	return s.db.compact(ctx, rev)
+	start := time.Now()
+	if err := s.db.compact(ctx, rev); err != nil {
+		return err
+	}
+	if s.opts.OnCompact != nil {
+		s.opts.OnCompact(time.Since(start))
+	}
+	return nil
 }
 
 // RevAt returns the newest revision committed at or before unixMilli (0 if
