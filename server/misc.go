@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/go-chi/chi/v5"
 	"net/http"
@@ -45,8 +46,20 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 			_, err := s.store.CompactedRev(ctx)
 			return err
 		}},
+		{"poststarthook/crd-controller", func(context.Context) error {
+			if !s.started.Load() {
+				return errors.New("not started")
+			}
+			return nil
+		}},
+		{"poststarthook/admission-caches", func(context.Context) error {
+			if !s.started.Load() {
+				return errors.New("not started")
+			}
+			return nil
+		}},
 	}
-	only := chiParam(r, "check")
+	only := chiParam(r, "*")
 	var b strings.Builder
 	failed := false
 	found := only == ""

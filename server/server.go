@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -40,9 +41,11 @@ type Server struct {
 	log   *slog.Logger
 	opts  Options
 
-	finalizer     *finalizer
-	crds          *crdController
-	webhooks      *admission.Webhooks
+	finalizer *finalizer
+	crds      *crdController
+	webhooks  *admission.Webhooks
+	// started is set once the controllers and admission caches run.
+	started       atomic.Bool
 	policies      *admission.Policies
 	fieldManagers fieldManagers
 	// stopping is closed when the server begins to shut down; long-running
@@ -94,7 +97,11 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.startAdmission(ctx); err != nil {
 		return err
 	}
-	return s.finalizer.start(ctx)
+	if err := s.finalizer.start(ctx); err != nil {
+		return err
+	}
+	s.started.Store(true)
+	return nil
 }
 
 // BeginShutdown ends the long-running requests (watches), so that an
@@ -111,7 +118,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r.Get(p, s.serveHealth)
-		r.Get(p+"/{check}", s.serveHealth)
+		r.Get(p+"/*", s.serveHealth)
 	}
 	r.Get("/api", s.serveAPIVersions)
 	r.Get("/api/", s.serveAPIVersions)
