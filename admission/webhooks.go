@@ -144,11 +144,20 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 }
 
 // Admit runs the mutating webhooks on attr, changing its object in place.
+// As kube-apiserver's admission chain does, it runs them a second time
+// when a webhook with reinvocationPolicy IfNeeded asks for it.
 func (w *Webhooks) Admit(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
 	if !w.mutating.Handles(attr.GetOperation()) {
 		return nil
 	}
-	return w.mutating.Admit(ctx, attr, o)
+	if err := w.mutating.Admit(ctx, attr, o); err != nil {
+		return err
+	}
+	if rc := attr.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		return w.mutating.Admit(ctx, attr, o)
+	}
+	return nil
 }
 
 // Validate runs the validating webhooks on attr.

@@ -133,18 +133,34 @@ func (s *Server) admissionAttributes(req *resourceRequest, obj, old *unstructure
 	if old != nil {
 		oo = old
 	}
-	sub := req.subresource
-	return admission.NewAttributesRecord(o, oo, gvk, req.namespace, name, gvr, sub, op, options, dryRun, adminUser)
+	if req.options != nil {
+		options = req.options
+	}
+	if req.inCollection {
+		name = ""
+	}
+	return admission.NewAttributesRecord(o, oo, gvk, req.namespace, name, gvr, req.subresource, op, options, dryRun, adminUser)
 }
 
 // withWarnings lets admission plugins add Warning headers to w.
 func withWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
-	return warning.WithWarningRecorder(ctx, warningRecorder{w})
+	return warning.WithWarningRecorder(ctx, &warningRecorder{w: w, seen: map[string]bool{}})
 }
 
-type warningRecorder struct{ w http.ResponseWriter }
+// warningRecorder adds each distinct warning once, as kube-apiserver's.
+type warningRecorder struct {
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	seen map[string]bool
+}
 
-func (r warningRecorder) AddWarning(agent, text string) {
+func (r *warningRecorder) AddWarning(agent, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if text == "" || r.seen[text] {
+		return
+	}
+	r.seen[text] = true
 	if agent == "" {
 		agent = "-"
 	}

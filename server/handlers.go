@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"net/http"
 	"sort"
@@ -358,6 +359,8 @@ type writeOptions struct {
 	dryRun          bool
 	fieldValidation string
 	fieldManager    string
+	// raw are the options as the client sent them.
+	raw runtime.Object
 }
 
 func parseCreateOptions(r *http.Request) (writeOptions, error) {
@@ -368,7 +371,8 @@ func parseCreateOptions(r *http.Request) (writeOptions, error) {
 	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
-	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation, fieldManager: managerName(opts.FieldManager, r.UserAgent())}, nil
+	opts.TypeMeta = metav1.TypeMeta{Kind: "CreateOptions", APIVersion: "meta.k8s.io/v1"}
+	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation, fieldManager: managerName(opts.FieldManager, r.UserAgent()), raw: &opts}, nil
 }
 
 func parseUpdateOptions(r *http.Request) (writeOptions, error) {
@@ -379,7 +383,8 @@ func parseUpdateOptions(r *http.Request) (writeOptions, error) {
 	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
 	}
-	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation, fieldManager: managerName(opts.FieldManager, r.UserAgent())}, nil
+	opts.TypeMeta = metav1.TypeMeta{Kind: "UpdateOptions", APIVersion: "meta.k8s.io/v1"}
+	return writeOptions{dryRun: len(opts.DryRun) > 0, fieldValidation: opts.FieldValidation, fieldManager: managerName(opts.FieldManager, r.UserAgent()), raw: &opts}, nil
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
@@ -398,6 +403,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
+	req.options = opts.raw
 	created, err := s.createObject(r.Context(), req, obj, opts.dryRun, opts.fieldManager)
 	if err != nil {
 		writeError(w, r, err)
@@ -465,7 +471,9 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 		// Validation reports a missing name; this guards the store.
 		return nil, apierrors.NewBadRequest("name is required")
 	}
-	if err := s.validateAdmission(ctx, attr); err != nil {
+	// The validating webhooks see the object as it will be stored, with
+	// its generated name.
+	if err := s.validateAdmission(ctx, s.admissionAttributes(req, obj, nil, admission.Create, options, dryRun)); err != nil {
 		return nil, err
 	}
 	if dryRun {
@@ -522,6 +530,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
+	req.options = opts.raw
 	updated, err := s.updateObject(r.Context(), req, opts.dryRun, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		return s.trackUpdate(req.res, req.subresource, current, obj.DeepCopy(), opts.fieldManager), nil
 	})
@@ -712,18 +721,21 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 	if opts.Kind == "" {
 		opts.TypeMeta = metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "meta.k8s.io/v1"}
 	}
-	// The mutating webhooks see a DELETE without objects, as in
-	// kube-apiserver; the validating ones see the object being deleted.
-	if err := s.mutate(ctx, s.admissionAttributes(req, nil, nil, admission.Delete, opts, dryRun)); err != nil {
-		return nil, false, err
-	}
+
 	for attempt := 0; ; attempt++ {
 		obj, rev, err := s.getObject(ctx, res, namespace, name)
 		if err != nil {
 			return nil, false, err
 		}
 		current := obj.DeepCopy()
-		if err := s.validateAdmission(ctx, s.admissionAttributes(req, nil, current, admission.Delete, opts, dryRun)); err != nil {
+		// Admission sees the object being deleted, as kube-apiserver's
+		// delete validation gives it to both mutating and validating
+		// webhooks.
+		attr := s.admissionAttributes(req, nil, current, admission.Delete, opts, dryRun)
+		if err := s.mutate(ctx, attr); err != nil {
+			return nil, false, err
+		}
+		if err := s.validateAdmission(ctx, attr); err != nil {
 			return nil, false, err
 		}
 		if p := opts.Preconditions; p != nil {
@@ -843,7 +855,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	deleted := make([]interface{}, 0, len(items))
 	for _, obj := range items {
 		item := *req
-		item.namespace, item.name = obj.GetNamespace(), obj.GetName()
+		item.namespace, item.name, item.inCollection = obj.GetNamespace(), obj.GetName(), true
 		out, _, err := s.deleteObject(r.Context(), &item, opts)
 		if apierrors.IsNotFound(err) {
 			continue

@@ -50,6 +50,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	}
 	dryRun := len(opts.DryRun) > 0
 	req.isPatch = true
+	// Admission sees a patch as an update with the patch's options, as
+	// kube-apiserver passes them.
+	req.options = &metav1.UpdateOptions{
+		TypeMeta: metav1.TypeMeta{Kind: "UpdateOptions", APIVersion: "meta.k8s.io/v1"},
+		DryRun:   opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation,
+	}
 	manager := managerName(opts.FieldManager, r.UserAgent())
 
 	if patchType == types.ApplyYAMLPatchType {
@@ -225,6 +231,10 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		live.SetNamespace(req.namespace)
 		obj, err := merge(live)
 		if err == nil {
+			req.options = &metav1.CreateOptions{
+				TypeMeta: metav1.TypeMeta{Kind: "CreateOptions", APIVersion: "meta.k8s.io/v1"},
+				DryRun:   opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation,
+			}
 			obj, err = s.createObject(r.Context(), req, obj, dryRun, "")
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/kapi-dev/kapi/admission"
 	"github.com/kapi-dev/kapi/admission/webhook"
+	"k8s.io/apimachinery/pkg/runtime"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"log/slog"
 	"net/http"
@@ -189,6 +190,12 @@ type resourceRequest struct {
 	watchPath bool
 	// isPatch is true while a PATCH decodes its result.
 	isPatch bool
+	// inCollection is set for the objects a deletecollection deletes:
+	// kube-apiserver names none of them to admission.
+	inCollection bool
+	// options are the write's options as the client sent them, for the
+	// AdmissionReview (nil: the handler's own).
+	options runtime.Object
 }
 
 // parseResourcePath parses [watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]].

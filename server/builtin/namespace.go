@@ -28,6 +28,9 @@ func namespaceResource() *registry.Resource {
 		storageVersion: "v1",
 		groupVersion:   func(v string) string { return v },
 		unconditional:  true,
+		// kube-apiserver labels a namespace with its name as it decodes
+		// it, so mutating webhooks can select it by that label.
+		defaults: setNameLabel,
 		prepareCreate: func(ns *corev1.Namespace) {
 			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 			if !hasFinalizer(ns.Spec.Finalizers, FinalizerKubernetes) {
