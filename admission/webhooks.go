@@ -7,6 +7,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -80,6 +81,7 @@ func (w *Webhooks) Start(ctx context.Context) error {
 	w.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
 	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
 	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()
+	w.factory.Resource().V1beta2().DeviceClasses().Informer()
 	w.factory.Start(ctx.Done())
 	synced := w.factory.WaitForCacheSync(ctx.Done())
 	w.started = true
@@ -91,8 +93,8 @@ func (w *Webhooks) Start(ctx context.Context) error {
 	return nil
 }
 
-// Observe feeds a stored namespace or webhook configuration (its current
-// state, or its deletion) to the plugins' caches.
+// Observe feeds a stored namespace, admission configuration or
+// DeviceClass (its current state, or its deletion) to the plugins' caches.
 func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 	t := w.cache.Tracker()
 	var gvr = corev1.SchemeGroupVersion.WithResource("namespaces")
@@ -108,6 +110,10 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), o.Name
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"), o.Name
+	case *resourcev1beta2.DeviceClass:
+		// A possible policy param: the policy plugin reads built-in kinds
+		// client-go knows from these caches.
+		gvr, name = resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"), o.Name
 	default:
 		return fmt.Errorf("admission: cannot observe %T", obj)
 	}

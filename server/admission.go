@@ -9,6 +9,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,6 +43,7 @@ var admissionResources = map[string]func() runtime.Object{
 	"admissionregistration.k8s.io/validatingadmissionpolicybindings": func() runtime.Object {
 		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	},
+	"resource.k8s.io/deviceclasses": func() runtime.Object { return &resourcev1beta2.DeviceClass{} },
 }
 
 // startAdmission feeds the webhooks' caches with what is stored, then
