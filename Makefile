@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/kapi
 
-.PHONY: build run test lint unit e2e bench
+.PHONY: build run test lint unit e2e bench generate
 
 build:
 	$(GO) build -o $(BIN) .
@@ -33,3 +33,15 @@ lint:
 # generator share the machine).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./e2e/
+
+# Regenerates the OpenAPI definitions of the built-in kinds (openapi/builtin)
+# with the official generator, from hack/tools' own module. (gotypesalias=0:
+# this kube-openapi release predates Go's type aliases in go/types.)
+generate:
+	cd hack/tools && GODEBUG=gotypesalias=0 $(GO) run k8s.io/kube-openapi/cmd/openapi-gen \
+		--output-dir ../../openapi/builtin --output-pkg github.com/kapi-dev/kapi/openapi/builtin \
+		--output-file zz_generated.openapi.go --report-filename /dev/null \
+		k8s.io/api/core/v1 k8s.io/api/admissionregistration/v1 k8s.io/api/admissionregistration/v1beta1 \
+		k8s.io/api/resource/v1beta2 k8s.io/api/autoscaling/v1 k8s.io/apimachinery/pkg/apis/meta/v1 \
+		k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/api/resource \
+		k8s.io/apimachinery/pkg/util/intstr

@@ -1,7 +1,8 @@
-// Package openapi builds the OpenAPI documents kapi publishes. Today they
-// describe the operations of every served kind (paths, verbs, parameters
-// and group-version-kind extensions), which is what kubectl needs to use
-// server-side field validation; the schemas of the kinds come next.
+// Package openapi builds the OpenAPI documents kapi publishes: the
+// operations of every served kind (paths, verbs, parameters and
+// group-version-kind extensions, which kubectl reads to use server-side
+// field validation) and the kinds' schemas (which kubectl explain reads),
+// and the structured-merge-diff type converters server-side apply needs.
 package openapi
 
 import (
@@ -77,7 +78,7 @@ func V3(group, version string, kinds []Kind) map[string]any {
 		"openapi":    "3.0.0",
 		"info":       map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
 		"paths":      paths,
-		"components": map[string]any{"schemas": map[string]any{}},
+		"components": map[string]any{"schemas": schemasFor(definitionsV3(), kinds)},
 	}
 }
 
@@ -94,6 +95,6 @@ func V2(kinds []Kind) map[string]any {
 		"swagger":     "2.0",
 		"info":        map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
 		"paths":       paths,
-		"definitions": map[string]any{},
+		"definitions": schemasFor(definitionsV2(), kinds),
 	}
 }

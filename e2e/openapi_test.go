@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// kubectl explain reads the OpenAPI documents: built-in kinds carry their
+// field docs, custom resources their schema, and a CRD's document follows
+// its schema.
+func TestOpenAPIExplain(t *testing.T) {
+	t.Parallel()
+	requireKubectl(t)
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+
+	out := k.mustKubectl(t, "explain", "validatingwebhookconfiguration.webhooks.failurePolicy")
+	if !strings.Contains(out, "FailurePolicy defines how unrecognized errors") || !strings.Contains(out, "Ignore") {
+		t.Errorf("explain of a built-in field:\n%s", out)
+	}
+	if out := k.mustKubectl(t, "explain", "deviceclass.spec.selectors.cel.expression"); !strings.Contains(out, "<string>") {
+		t.Errorf("explain of a DeviceClass field:\n%s", out)
+	}
+
+	crd := newCRD("gizmos", "explain.example.com")
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settledCRD(ctx, t, k, crd.Name)
+	docPath := "/openapi/v3/apis/explain.example.com/v1"
+	before := k.do(t, "GET", docPath, nil)
+	if before.Code != 200 {
+		t.Fatalf("GET %s: %d", docPath, before.Code)
+	}
+	root := k.do(t, "GET", "/openapi/v3", nil)
+	var paths struct {
+		Paths map[string]struct {
+			URL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(root.Body, &paths); err != nil || paths.Paths["apis/explain.example.com/v1"].URL == "" {
+		t.Fatalf("/openapi/v3 does not list the CRD's group version: %s", root.Body)
+	}
+	hashBefore := paths.Paths["apis/explain.example.com/v1"].URL
+
+	// A new field in the schema shows in the document and in explain.
+	waitFor(t, "the schema update", func() bool {
+		cur, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		props := cur.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties
+		spec := props["spec"]
+		if spec.Properties == nil {
+			spec.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+		}
+		spec.Type = "object"
+		spec.Properties["colour"] = apiextensionsv1.JSONSchemaProps{Type: "string", Description: "The gizmo's colour."}
+		props["spec"] = spec
+		_, err = k.Ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{})
+		return err == nil
+	})
+	waitFor(t, "the document to change", func() bool {
+		return !strings.Contains(string(before.Body), "gizmo's colour") && strings.Contains(string(k.do(t, "GET", docPath, nil).Body), "gizmo's colour")
+	})
+	root = k.do(t, "GET", "/openapi/v3", nil)
+	if err := json.Unmarshal(root.Body, &paths); err != nil || paths.Paths["apis/explain.example.com/v1"].URL == hashBefore {
+		t.Errorf("the document's hash did not change: %s", paths.Paths["apis/explain.example.com/v1"].URL)
+	}
+	waitFor(t, "kubectl explain to show the new field", func() bool {
+		out, _, err := k.kubectl(t, "explain", "gizmos.spec.colour")
+		return err == nil && strings.Contains(out, "The gizmo's colour.")
+	})
+}

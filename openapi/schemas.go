@@ -1,0 +1,91 @@
+package openapi
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+
+	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kapi-dev/kapi/openapi/builtin"
+)
+
+// The schemas of the built-in kinds come from their generated OpenAPI
+// definitions: openapi/builtin (k8s.io/api, made by `make generate`) and
+// apiextensions-apiserver's own.
+
+// definitionName is the REST-friendly name of a built-in kind's definition.
+func definitionName(group, version, kind string) string {
+	switch group {
+	case "":
+		return "io.k8s.api.core." + version + "." + kind
+	case "apiextensions.k8s.io":
+		return "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions." + version + "." + kind
+	}
+	short, _, _ := strings.Cut(group, ".")
+	return "io.k8s.api." + short + "." + version + "." + kind
+}
+
+// definitions returns every built-in definition, with $refs under prefix
+// ("#/definitions/" for v2, "#/components/schemas/" for v3).
+func definitions(prefix string) map[string]*spec.Schema {
+	ref := func(path string) spec.Ref { return spec.MustCreateRef(prefix + util.ToRESTFriendlyName(path)) }
+	out := map[string]*spec.Schema{}
+	for _, get := range []func(common.ReferenceCallback) map[string]common.OpenAPIDefinition{builtin.GetOpenAPIDefinitions, apiextensionsopenapi.GetOpenAPIDefinitions} {
+		for path, def := range get(ref) {
+			s := def.Schema
+			out[util.ToRESTFriendlyName(path)] = &s
+		}
+	}
+	return out
+}
+
+var (
+	definitionsV2 = sync.OnceValue(func() map[string]*spec.Schema { return definitions("#/definitions/") })
+	definitionsV3 = sync.OnceValue(func() map[string]*spec.Schema { return definitions("#/components/schemas/") })
+)
+
+var refPattern = regexp.MustCompile(`"\$ref":"#/(?:definitions|components/schemas)/([^"]+)"`)
+
+// schemasFor returns the definitions of kinds and of everything they
+// reference, each kind's marked with its group, version and kind as
+// kube-apiserver marks them (x-kubernetes-group-version-kind).
+func schemasFor(defs map[string]*spec.Schema, kinds []Kind) map[string]any {
+	out := map[string]any{}
+	var visit func(name string)
+	visit = func(name string) {
+		if _, done := out[name]; done {
+			return
+		}
+		s, ok := defs[name]
+		if !ok {
+			return
+		}
+		data, err := json.Marshal(s)
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		out[name] = m
+		for _, match := range refPattern.FindAllSubmatch(data, -1) {
+			visit(string(match[1]))
+		}
+	}
+	for _, k := range kinds {
+		for _, kind := range []string{k.Kind, k.Kind + "List"} {
+			name := definitionName(k.Group, k.Version, kind)
+			visit(name)
+			if m, ok := out[name].(map[string]any); ok {
+				m[gvkExtension] = []any{map[string]any{"group": k.Group, "version": k.Version, "kind": kind}}
+			}
+		}
+	}
+	return out
+}
