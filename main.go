@@ -52,8 +52,13 @@ func run() error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	// The Kubernetes libraries log through klog: send it to the same place.
-	klog.SetSlogLogger(log)
+	// The Kubernetes libraries log through klog: send it to the same place,
+	// their chatter (informer syncs, policy refreshes) only with -v 1.
+	libLevel := slog.LevelWarn
+	if *verbosity > 0 {
+		libLevel = slog.LevelDebug
+	}
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: libLevel})))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

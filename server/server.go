@@ -42,13 +42,14 @@ type Server struct {
 	log   *slog.Logger
 	opts  Options
 
-	finalizer *finalizer
-	crds      *crdController
-	webhooks  *admission.Webhooks
-	// started is set once the controllers and admission caches run.
-	started       atomic.Bool
+	finalizer     *finalizer
+	crds          *crdController
+	policyStatus  *policyStatusController
+	webhooks      *admission.Webhooks
 	policies      *admission.Policies
 	fieldManagers fieldManagers
+	// started is set once the controllers and admission caches run.
+	started atomic.Bool
 	// stopping is closed when the server begins to shut down; long-running
 	// requests (watches) end then.
 	stopping     chan struct{}
@@ -87,6 +88,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	if s.webhooks, err = admission.NewWebhooks(opts.ServiceResolver); err != nil {
 		return nil, err
 	}
+	s.policyStatus = newPolicyStatusController(s)
 	return s, nil
 }
 
@@ -99,6 +101,9 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.finalizer.start(ctx); err != nil {
+		return err
+	}
+	if err := s.policyStatus.start(ctx); err != nil {
 		return err
 	}
 	s.started.Store(true)

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kapi-dev/kapi/openapi"
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+const policyStorageResource = "admissionregistration.k8s.io/validatingadmissionpolicies"
+
+// policyStatusController type-checks every ValidatingAdmissionPolicy
+// against the schemas of the kinds it matches and of its paramKind, with
+// kube-apiserver's own type checker, and records the result in
+// status.typeChecking and status.observedGeneration, as kube-apiserver's
+// controller does.
+type policyStatusController struct {
+	s       *Server
+	checker *validating.TypeChecker
+	queue   *workQueue[string, struct{}]
+}
+
+func newPolicyStatusController(s *Server) *policyStatusController {
+	schemas := openapi.BuiltinSchemaResolver(builtin.Scheme).Combine(customResourceSchemas{s})
+	return &policyStatusController{
+		s:       s,
+		checker: &validating.TypeChecker{SchemaResolver: schemas, RestMapper: restMapper{s}},
+		queue:   newWorkQueue[string, struct{}](),
+	}
+}
+
+func (c *policyStatusController) start(ctx context.Context) error {
+	c.s.store.Subscribe(func(ev storage.Event) {
+		if ev.Object.Resource == policyStorageResource && ev.Op != storage.OpDeleted {
+			c.queue.add(ev.Object.Name, struct{}{})
+		}
+	})
+	res, _ := c.s.reg.Get("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
+	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, obj := range items {
+		c.queue.add(obj.GetName(), struct{}{})
+	}
+	go c.queue.run(ctx, func(ctx context.Context, name string, _ struct{}) bool {
+		if err := c.sync(ctx, name); err != nil {
+			c.s.log.Warn("type-checking a policy", "policy", name, "err", err)
+			return false
+		}
+		return true
+	})
+	return nil
+}
+
+func (c *policyStatusController) sync(ctx context.Context, name string) error {
+	res, _ := c.s.reg.Get("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
+	obj, _, err := c.s.getObject(ctx, res, "", name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, policy); err != nil {
+		return err
+	}
+	if policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil {
+		return nil
+	}
+	warnings := c.checker.Check(policy)
+	req := &resourceRequest{res: res, version: "v1", name: name, subresource: "status"}
+	_, err = c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if current.GetGeneration() != policy.Generation {
+			return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("changed while type-checking"))
+		}
+		updated := policy.DeepCopy()
+		updated.ResourceVersion = current.GetResourceVersion()
+		updated.Status.ObservedGeneration = policy.Generation
+		updated.Status.TypeChecking = &admissionregistrationv1.TypeChecking{ExpressionWarnings: warnings}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(updated)
+		if err != nil {
+			return nil, err
+		}
+		return c.s.trackUpdate(res, "status", current, &unstructured.Unstructured{Object: u}, "kube-apiserver"), nil
+	})
+	if apierrors.IsConflict(err) {
+		c.queue.add(name, struct{}{})
+		return nil
+	}
+	return err
+}
+
+// customResourceSchemas resolves the schema of a custom resource kind from
+// its served OpenAPI document.
+type customResourceSchemas struct{ s *Server }
+
+func (r customResourceSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	res, ok := r.s.resourceForKind(gvk)
+	if !ok || res.OpenAPIV3[gvk.Version] == nil {
+		return nil, fmt.Errorf("cannot resolve %v: %w", gvk, resolver.ErrSchemaNotFound)
+	}
+	doc := res.OpenAPIV3[gvk.Version]
+	if doc.Components == nil {
+		return nil, fmt.Errorf("cannot resolve %v: %w", gvk, resolver.ErrSchemaNotFound)
+	}
+	for name, s := range doc.Components.Schemas {
+		var kinds []map[string]interface{}
+		if err := s.Extensions.GetObject("x-kubernetes-group-version-kind", &kinds); err != nil {
+			continue
+		}
+		for _, k := range kinds {
+			if k["group"] == gvk.Group && k["version"] == gvk.Version && k["kind"] == gvk.Kind {
+				return resolver.PopulateRefs(func(ref string) (*spec.Schema, bool) {
+					def, ok := doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+					return def, ok
+				}, "#/components/schemas/"+name)
+			}
+		}
+	}
+	return nil, fmt.Errorf("cannot resolve %v: %w", gvk, resolver.ErrSchemaNotFound)
+}
