@@ -281,8 +281,16 @@ func TestClientGoCRUD(t *testing.T) {
 		type T = admissionregistrationv1.ValidatingAdmissionPolicy
 		testCRUD(t, "vap-crud", kindOps[T, *T]{
 			newObj: newVAP,
-			create: c.Create,
-			get:    func(ctx context.Context, n string) (*T, error) { return c.Get(ctx, n, metav1.GetOptions{}) },
+			// kapi's type-checking controller writes the status after
+			// each spec change, as kube-apiserver's does: let it settle.
+			create: func(ctx context.Context, o *T, opts metav1.CreateOptions) (*T, error) {
+				created, err := c.Create(ctx, o, opts)
+				if err != nil || len(opts.DryRun) > 0 {
+					return created, err
+				}
+				return settledPolicy(ctx, t, k, created.Name), nil
+			},
+			get: func(ctx context.Context, n string) (*T, error) { return c.Get(ctx, n, metav1.GetOptions{}) },
 			list: func(ctx context.Context, o metav1.ListOptions) ([]T, string, error) {
 				l, err := c.List(ctx, o)
 				if err != nil {
@@ -290,7 +298,12 @@ func TestClientGoCRUD(t *testing.T) {
 				}
 				return l.Items, l.ResourceVersion, nil
 			},
-			update: func(ctx context.Context, o *T) (*T, error) { return c.Update(ctx, o, metav1.UpdateOptions{}) },
+			update: func(ctx context.Context, o *T) (*T, error) {
+				if _, err := c.Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+					return nil, err
+				}
+				return settledPolicy(ctx, t, k, o.Name), nil
+			},
 			delete: c.Delete,
 			mutateSpec: func(o *T) {
 				o.Spec.Validations = append(o.Spec.Validations, admissionregistrationv1.Validation{Expression: "object.spec.replicas >= 0"})
@@ -483,6 +496,7 @@ func TestDynamicCRUD(t *testing.T) {
 	if created.GetAPIVersion() != "admissionregistration.k8s.io/v1beta1" || created.GetKind() != "ValidatingAdmissionPolicy" {
 		t.Errorf("create answered %s %s", created.GetAPIVersion(), created.GetKind())
 	}
+	settledPolicy(ctx, t, k, "dyn-policy")
 	v1, err := k.Dyn.Resource(gvrVAPs).Get(ctx, "dyn-policy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

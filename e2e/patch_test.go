@@ -1026,10 +1026,11 @@ func TestStatusSubresourcePatch(t *testing.T) {
 		t.Parallel()
 		ctx := ctxT(t)
 		vaps := k.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-		created, err := vaps.Create(ctx, newVAP("status-vap"), metav1.CreateOptions{})
-		if err != nil {
+		if _, err := vaps.Create(ctx, newVAP("status-vap"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// After kapi's type-checking controller has written its status.
+		created := settledPolicy(ctx, t, k, "status-vap")
 		path := collectionPath(gvrVAPs) + "/status-vap"
 		hasCondition := func(p *admissionregistrationv1.ValidatingAdmissionPolicy, typ, message string) bool {
 			for _, c := range p.Status.Conditions {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -55,4 +56,18 @@ func TestPolicyTypeChecking(t *testing.T) {
 		cur, err := vaps.Get(ctx, "typed", metav1.GetOptions{})
 		return err == nil && cur.Status.ObservedGeneration == 2 && cur.Status.TypeChecking != nil && len(cur.Status.TypeChecking.ExpressionWarnings) == 0
 	})
+}
+
+// settledPolicy waits until kapi's type-checking controller has recorded
+// the policy's current generation (a status write, as kube-apiserver's
+// controller makes right after each spec change), and returns the policy.
+func settledPolicy(ctx context.Context, t testing.TB, k *kapi, name string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	var p *admissionregistrationv1.ValidatingAdmissionPolicy
+	waitFor(t, "policy "+name+" to be type-checked", func() bool {
+		var err error
+		p, err = k.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.TypeChecking != nil
+	})
+	return p
 }
