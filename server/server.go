@@ -252,7 +252,7 @@ func methodNotAllowed(r *http.Request) error {
 
 // serveResource dispatches a resource request to its verb.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	r = r.WithContext(withWarnings(r.Context(), w))
+	r = r.WithContext(registry.WithRequestVersion(withWarnings(r.Context(), w), req.version))
 	if text, ok := req.res.DeprecationWarnings[req.version]; ok {
 		addWarning(w, text)
 	}

@@ -41,10 +41,14 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
-// version holds what one served version of a CRD needs.
+// version holds what one version of a CRD needs.
 type version struct {
 	structural *structuralschema.Structural
 	table      registry.TableConvertor
+	// kube and kubeStatus are apiextensions-apiserver's rules of the
+	// version (its schema, CEL rules, subresources).
+	kube       kubeStrategy
+	kubeStatus kubeStatusStrategy
 }
 
 // strategy serves custom resources of one CRD. Objects reach it in the
@@ -53,8 +57,6 @@ type strategy struct {
 	gk             schema.GroupKind
 	storageVersion string
 	versions       map[string]*version
-	kube           kubeStrategy
-	kubeStatus     kubeStatusStrategy
 	converter      runtime.ObjectConvertor
 }
 
@@ -142,10 +144,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		res.VersionTables[v.Name] = ver.table
 		s.versions[v.Name] = ver
 
-		if v.Name != res.StorageVersion {
-			continue
-		}
-		// The storage version's rules validate what is stored.
+		// Each version's rules validate what is written through it.
 		validator, _, err := apiservervalidation.NewSchemaValidator(internalSchema.OpenAPIV3Schema)
 		if err != nil {
 			return nil, err
@@ -157,9 +156,10 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		var statusValidator apiservervalidation.SchemaValidator
 		var statusSub *apiextensions.CustomResourceSubresourceStatus
 		var scaleSub *apiextensions.CustomResourceSubresourceScale
+		storage := v.Name == res.StorageVersion
 		if subresources != nil && subresources.Status != nil {
 			statusSub = subresources.Status
-			res.Status = true
+			res.Status = res.Status || storage
 			if st, ok := internalSchema.OpenAPIV3Schema.Properties["status"]; ok {
 				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
 					return nil, err
@@ -168,6 +168,8 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		}
 		if subresources != nil && subresources.Scale != nil {
 			scaleSub = subresources.Scale
+		}
+		if scaleSub != nil && storage {
 			res.Scale = &registry.Scale{
 				SpecReplicasPath:   scaleSub.SpecReplicasPath,
 				StatusReplicasPath: scaleSub.StatusReplicasPath,
@@ -178,16 +180,18 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		}
 		kind := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Status.AcceptedNames.Kind}
 		kube := crstrategy.NewStrategy(scheme, res.Namespaced, kind, validator, statusValidator, structural, statusSub, scaleSub, v.SelectableFields)
-		s.kube = kube
+		ver.kube = kube
 		if statusSub != nil {
-			s.kubeStatus = crstrategy.NewStatusStrategy(kube)
+			ver.kubeStatus = crstrategy.NewStatusStrategy(kube)
 		}
-		res.FieldLabels = func(u *unstructured.Unstructured) fields.Set {
-			_, set, err := s.kube.GetAttrs(u)
-			if err != nil {
-				return fields.Set{}
+		if storage {
+			res.FieldLabels = func(u *unstructured.Unstructured) fields.Set {
+				_, set, err := kube.GetAttrs(u)
+				if err != nil {
+					return fields.Set{}
+				}
+				return set
 			}
-			return set
 		}
 	}
 	if res.StorageVersion == "" {
@@ -286,19 +290,46 @@ func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
 }
 
 func (s *strategy) PrepareForCreate(ctx context.Context, obj *unstructured.Unstructured) {
-	s.kube.PrepareForCreate(ctx, obj)
+	s.versions[s.storageVersion].kube.PrepareForCreate(ctx, obj)
 }
 
 func (s *strategy) PrepareForUpdate(ctx context.Context, obj, old *unstructured.Unstructured) {
-	s.kube.PrepareForUpdate(ctx, obj, old)
+	s.versions[s.storageVersion].kube.PrepareForUpdate(ctx, obj, old)
+}
+
+// inRequestVersion returns the version a write came through and the
+// objects (storage version) converted to it, as kube-apiserver validates
+// a custom resource by the schema of the version it was sent in.
+func (s *strategy) inRequestVersion(ctx context.Context, objs ...*unstructured.Unstructured) (*version, []*unstructured.Unstructured, *field.Error) {
+	v := registry.RequestVersion(ctx)
+	ver, ok := s.versions[v]
+	if !ok || v == s.storageVersion {
+		return s.versions[s.storageVersion], objs, nil
+	}
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, obj := range objs {
+		out[i] = obj.DeepCopy()
+		if err := s.Convert(out[i], v); err != nil {
+			return nil, nil, field.InternalError(nil, err)
+		}
+	}
+	return ver, out, nil
 }
 
 func (s *strategy) Validate(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
-	return s.kube.Validate(ctx, obj)
+	ver, objs, err := s.inRequestVersion(ctx, obj)
+	if err != nil {
+		return field.ErrorList{err}
+	}
+	return ver.kube.Validate(ctx, objs[0])
 }
 
 func (s *strategy) ValidateUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
-	return s.kube.ValidateUpdate(ctx, obj, old)
+	ver, objs, err := s.inRequestVersion(ctx, obj, old)
+	if err != nil {
+		return field.ErrorList{err}
+	}
+	return ver.kube.ValidateUpdate(ctx, objs[0], objs[1])
 }
 
 func (s *strategy) AllowUnconditionalUpdate() bool { return false }
@@ -310,9 +341,17 @@ func (s *strategy) TracksGeneration() bool { return true }
 func (s *strategy) SpecChanged(obj, old *unstructured.Unstructured) bool { return false }
 
 func (s *strategy) PrepareForStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) {
-	s.kubeStatus.PrepareForUpdate(ctx, obj, old)
+	s.versions[s.storageVersion].kubeStatus.PrepareForUpdate(ctx, obj, old)
 }
 
 func (s *strategy) ValidateStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
-	return s.kubeStatus.ValidateUpdate(ctx, obj, old)
+	ver, objs, err := s.inRequestVersion(ctx, obj, old)
+	if err != nil {
+		return field.ErrorList{err}
+	}
+	if ver.kubeStatus == nil {
+		ver = s.versions[s.storageVersion]
+		objs = []*unstructured.Unstructured{obj, old}
+	}
+	return ver.kubeStatus.ValidateUpdate(ctx, objs[0], objs[1])
 }

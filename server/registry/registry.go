@@ -294,3 +294,18 @@ func (g *Registry) sortedLocked() []*Resource {
 	})
 	return out
 }
+
+type requestVersionKey struct{}
+
+// WithRequestVersion records the API version a request came through, for
+// strategies whose rules differ by version (custom resources validate by
+// the request version's schema).
+func WithRequestVersion(ctx context.Context, version string) context.Context {
+	return context.WithValue(ctx, requestVersionKey{}, version)
+}
+
+// RequestVersion returns the version WithRequestVersion recorded, or "".
+func RequestVersion(ctx context.Context) string {
+	v, _ := ctx.Value(requestVersionKey{}).(string)
+	return v
+}
