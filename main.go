@@ -43,6 +43,7 @@ func run() error {
 	compactionInterval := flag.Duration("compaction-interval", 5*time.Minute, "how often old changelog history is compacted")
 	historyAge := flag.Duration("history-retention", 10*time.Minute, "keep changelog history at least this long (watch and continue resume window)")
 	bookmarkInterval := flag.Duration("watch-bookmark-interval", time.Minute, "how often a watch that allows bookmarks gets one")
+	auditLogPath := flag.String("audit-log-path", "", "append an audit event (JSON lines, audit.k8s.io/v1, Metadata level) per API request to this file")
 	serviceResolver := flag.String("service-resolver", "", "where webhook service references go, as namespace/name:port=host:port[,...] (kapi serves no Services)")
 	historyRevisions := flag.Int64("history-revisions", 10000, "keep at least this many of the newest revisions")
 	flag.Parse()
@@ -90,7 +91,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(store, reg, log, server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics})
+	srvOpts := server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics}
+	if *auditLogPath != "" {
+		f, err := os.OpenFile(*auditLogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		defer f.Close()
+		srvOpts.AuditLog = f
+	}
+	srv, err := server.New(store, reg, log, srvOpts)
 	if err != nil {
 		return err
 	}

@@ -54,5 +54,7 @@ func (p *Policies) Validate(ctx context.Context, attr admission.Attributes, o ad
 	if !p.plugin.Handles(attr.GetOperation()) {
 		return nil
 	}
-	return p.plugin.Validate(ctx, attr, o)
+	// WithAudit copies the Audit action's and auditAnnotations' results
+	// to the request's audit event.
+	return admission.WithAudit(p.plugin).(admission.ValidationInterface).Validate(ctx, attr, o)
 }

@@ -156,12 +156,15 @@ func (w *Webhooks) Admit(ctx context.Context, attr admission.Attributes, o admis
 	if !w.mutating.Handles(attr.GetOperation()) {
 		return nil
 	}
-	if err := w.mutating.Admit(ctx, attr, o); err != nil {
+	// WithAudit copies the webhooks' audit annotations to the request's
+	// audit event.
+	mutating := admission.WithAudit(w.mutating).(admission.MutationInterface)
+	if err := mutating.Admit(ctx, attr, o); err != nil {
 		return err
 	}
 	if rc := attr.GetReinvocationContext(); rc.ShouldReinvoke() {
 		rc.SetIsReinvoke()
-		return w.mutating.Admit(ctx, attr, o)
+		return mutating.Admit(ctx, attr, o)
 	}
 	return nil
 }
@@ -171,7 +174,7 @@ func (w *Webhooks) Validate(ctx context.Context, attr admission.Attributes, o ad
 	if !w.validating.Handles(attr.GetOperation()) {
 		return nil
 	}
-	return w.validating.Validate(ctx, attr, o)
+	return admission.WithAudit(w.validating).(admission.ValidationInterface).Validate(ctx, attr, o)
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,4 +74,70 @@ func settledPolicy(ctx context.Context, t testing.TB, k *kapi, name string) *adm
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.TypeChecking != nil
 	})
 	return p
+}
+
+// With --audit-log-path, a policy's Audit action and auditAnnotations are
+// recorded in the request's audit event, under kube-apiserver's keys.
+func TestPolicyAuditLog(t *testing.T) {
+	t.Parallel()
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	k := startKapi(t, "--in-memory", "--audit-log-path", logPath)
+	ctx := ctxT(t)
+	adm := k.Client.AdmissionregistrationV1()
+	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "audited"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}},
+				},
+			}}},
+			Validations:      []admissionregistrationv1.Validation{{Expression: "object.metadata.name.startsWith('ok-')", Message: "names must start with ok-"}},
+			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "name", ValueExpression: "'seen ' + object.metadata.name"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "audited"},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "audited", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Namespaces are created (Audit never denies) until one is audited.
+	var event map[string]any
+	for i := 0; event == nil; i++ {
+		name := fmt.Sprintf("bad-%d", i)
+		if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var ev map[string]any
+			if json.Unmarshal([]byte(line), &ev) != nil {
+				t.Fatalf("audit line is not JSON: %q", line)
+			}
+			ref, _ := ev["objectRef"].(map[string]any)
+			ann, _ := ev["annotations"].(map[string]any)
+			if ref["name"] == name && ann["audited/name"] != nil {
+				event = ev
+			}
+		}
+		if i > 500 {
+			t.Fatal("no audit event with the policy's annotations")
+		}
+	}
+	ann := event["annotations"].(map[string]any)
+	if !strings.HasPrefix(event["kind"].(string), "Event") || event["apiVersion"] != "audit.k8s.io/v1" || event["verb"] != "create" {
+		t.Errorf("event header: %v %v %v", event["kind"], event["apiVersion"], event["verb"])
+	}
+	failure, _ := ann["validation.policy.admission.k8s.io/validation_failure"].(string)
+	if !strings.Contains(failure, `"message":"names must start with ok-"`) || !strings.Contains(failure, `"validationActions":["Audit"]`) {
+		t.Errorf("validation_failure annotation %q", failure)
+	}
 }

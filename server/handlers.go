@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/audit"
 	"net/http"
 	"sort"
 	"strconv"
@@ -481,6 +482,10 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	}
 	if _, err := s.store.Create(ctx, storageKey(res, obj.GetNamespace(), obj.GetName()), encoder(obj)); err != nil {
 		return nil, storageError(err, res, obj.GetName())
+	}
+	if ev := audit.AuditEventFrom(ctx); ev != nil && ev.ObjectRef != nil && ev.ObjectRef.Name == "" {
+		// The audit event names the object a create made.
+		ev.ObjectRef.Name = obj.GetName()
 	}
 	return obj, nil
 }

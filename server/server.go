@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/kapi-dev/kapi/admission"
 	"github.com/kapi-dev/kapi/admission/webhook"
+	"io"
 	"k8s.io/apimachinery/pkg/runtime"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"log/slog"
@@ -48,6 +49,7 @@ type Server struct {
 	webhooks      *admission.Webhooks
 	policies      *admission.Policies
 	fieldManagers fieldManagers
+	auditMu       sync.Mutex
 	// started is set once the controllers and admission caches run.
 	started atomic.Bool
 	// stopping is closed when the server begins to shut down; long-running
@@ -66,6 +68,8 @@ type Options struct {
 	ServiceResolver webhookutil.ServiceResolver
 	// Metrics are served at /metrics (new ones when nil).
 	Metrics *Metrics
+	// AuditLog, when set, receives an audit event per resource request.
+	AuditLog io.Writer
 }
 
 // New returns a Server over store serving the resources of reg.
@@ -258,7 +262,19 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 	}
 	q := r.URL.Query()
 	isWatch := req.watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
-	noteRequest(r, req, metricVerb(r, req, isWatch))
+	verb := metricVerb(r, req, isWatch)
+	noteRequest(r, req, verb)
+	if s.opts.AuditLog != nil {
+		log := &auditLog{w: s.opts.AuditLog, mu: &s.auditMu}
+		r = log.begin(r, req, auditVerbs[verb])
+		defer func() {
+			code := http.StatusOK
+			if rec, ok := w.(*statusRecorder); ok {
+				code = rec.code
+			}
+			log.end(r.Context(), code)
+		}()
+	}
 	if req.subresource == "finalize" && r.Method != http.MethodPut {
 		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: req.res.Plural + "/finalize"}, verbOf(r.Method)))
 		return
@@ -391,4 +407,10 @@ func metricVerb(r *http.Request, req *resourceRequest, isWatch bool) string {
 		return "DELETECOLLECTION"
 	}
 	return r.Method
+}
+
+// auditVerbs maps the metrics' verbs to the audit log's.
+var auditVerbs = map[string]string{
+	"GET": "get", "LIST": "list", "WATCH": "watch", "POST": "create", "PUT": "update",
+	"PATCH": "patch", "APPLY": "patch", "DELETE": "delete", "DELETECOLLECTION": "deletecollection",
 }
