@@ -140,4 +140,9 @@ func TestPolicyAuditLog(t *testing.T) {
 	if !strings.Contains(failure, `"message":"names must start with ok-"`) || !strings.Contains(failure, `"validationActions":["Audit"]`) {
 		t.Errorf("validation_failure annotation %q", failure)
 	}
+	// The admission plugin's own metrics, under kube-apiserver's names.
+	metrics := string(k.do(t, "GET", "/metrics", nil).Body)
+	if !strings.Contains(metrics, "apiserver_validating_admission_policy_check_total{") || !strings.Contains(metrics, `policy="audited"`) {
+		t.Errorf("/metrics lacks apiserver_validating_admission_policy_check_total for the policy")
+	}
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -27,7 +27,7 @@ type Metrics struct {
 	compaction  prometheus.Histogram
 }
 
-// NewMetrics registers kapi's metrics, Go's and the process's.
+// NewMetrics registers kapi's metrics.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
@@ -63,8 +63,9 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 	}
-	m.registry.MustRegister(m.requests, m.duration, m.longRunning, m.inflight, m.watchEvents, m.commit, m.compaction,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Go and process metrics come with the Kubernetes libraries' registry
+	// (see handler).
+	m.registry.MustRegister(m.requests, m.duration, m.longRunning, m.inflight, m.watchEvents, m.commit, m.compaction)
 	return m
 }
 
@@ -179,7 +180,11 @@ func (m *Metrics) watchStarted(req *resourceRequest) (done func()) {
 	return g.Dec
 }
 
+// handler serves kapi's metrics together with those the Kubernetes
+// libraries record in their own registry: the admission plugins'
+// (apiserver_admission_webhook_*, apiserver_validating_admission_policy_*),
+// CRD conversion's, and Go's and the process's.
 func (m *Metrics) handler(store *storage.Store) http.Handler {
 	m.registry.MustRegister(storeCollector{store})
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(prometheus.Gatherers{m.registry, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{})
 }
