@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
 
@@ -130,6 +129,5 @@ func tooLargeResourceVersion(want, current int64) error {
 	}}
 }
 
-var _ = schema.GroupResource{}
 
 func chiParam(r *http.Request, name string) string { return chi.URLParam(r, name) }

@@ -21,7 +21,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -327,7 +326,6 @@ func verbOf(method string) string {
 	return strings.ToLower(method)
 }
 
-var _ = metav1.Status{}
 
 // Bootstrap creates the namespaces a new cluster has.
 func (s *Server) Bootstrap(ctx context.Context) error {
