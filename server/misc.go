@@ -129,5 +129,4 @@ func tooLargeResourceVersion(want, current int64) error {
 	}}
 }
 
-
 func chiParam(r *http.Request, name string) string { return chi.URLParam(r, name) }

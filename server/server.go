@@ -326,7 +326,6 @@ func verbOf(method string) string {
 	return strings.ToLower(method)
 }
 
-
 // Bootstrap creates the namespaces a new cluster has.
 func (s *Server) Bootstrap(ctx context.Context) error {
 	res, _ := s.reg.Get("", "v1", "namespaces")
