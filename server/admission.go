@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -284,4 +285,29 @@ func (s *Server) validateAdmission(ctx context.Context, attr admission.Attribute
 		return err
 	}
 	return s.webhooks.Validate(ctx, attr, objectInterfaces{s})
+}
+
+// mutateAndNormalize runs the mutating webhooks on obj (the object of
+// attr) and, when they changed it, decodes it again as the kind decodes a
+// body: what a webhook added that the kind does not know is dropped
+// (custom resources: pruned) and defaults apply, before the kind's own
+// validation runs, as in kube-apiserver.
+func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, attr admission.Attributes, obj *unstructured.Unstructured) error {
+	before, err := json.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	if err := s.mutate(ctx, attr); err != nil {
+		return err
+	}
+	after, err := json.Marshal(obj.Object)
+	if err != nil || string(after) == string(before) {
+		return err
+	}
+	normalized, _, err := req.res.Strategy.Decode(req.res.StorageVersion, after)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the object a mutating webhook returned cannot be decoded: %v", err))
+	}
+	obj.Object = normalized.Object
+	return nil
 }

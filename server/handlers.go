@@ -446,7 +446,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 		options.DryRun = []string{metav1.DryRunAll}
 	}
 	attr := s.admissionAttributes(req, obj, nil, admission.Create, options, dryRun)
-	if err := s.mutate(ctx, attr); err != nil {
+	if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
 		return nil, err
 	}
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
@@ -588,7 +588,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			options.DryRun = []string{metav1.DryRunAll}
 		}
 		attr := s.admissionAttributes(req, obj, old, admission.Update, options, dryRun)
-		if err := s.mutate(ctx, attr); err != nil {
+		if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
 			return nil, err
 		}
 		if req.subresource == "finalize" {
