@@ -1,0 +1,55 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A scrape of /metrics after a known set of requests shows their counts
+// under kube-apiserver's metric names; health checks are named.
+func TestMetricsAndHealth(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	dcs := k.Client.ResourceV1beta2().DeviceClasses()
+	for _, name := range []string{"m-1", "m-2", "m-3"} {
+		if _, err := dcs.Create(ctx, newDeviceClass(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dcs.Get(ctx, "nope", metav1.GetOptions{}); err == nil {
+		t.Fatal("get of a missing DeviceClass succeeded")
+	}
+	if _, err := dcs.List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := string(k.do(t, "GET", "/metrics", nil).Body)
+	for _, want := range []string{
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="POST",version="v1beta2"} 3`,
+		`apiserver_request_total{code="404",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="resource",subresource="",verb="GET",version="v1beta2"} 1`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="LIST",version="v1beta2"} 1`,
+		`apiserver_storage_objects{resource="deviceclasses.resource.k8s.io"} 3`,
+		`apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="POST",version="v1beta2"} 3`,
+		"kapi_storage_commit_duration_seconds_count",
+		"kapi_storage_db_size_bytes",
+		"process_resident_memory_bytes",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	verbose := string(k.do(t, "GET", "/readyz?verbose", nil).Body)
+	for _, check := range []string{"[+]ping ok", "[+]database ok", "[+]poststarthook/crd-controller ok", "[+]poststarthook/admission-caches ok", "readyz check passed"} {
+		if !strings.Contains(verbose, check) {
+			t.Errorf("/readyz?verbose lacks %q:\n%s", check, verbose)
+		}
+	}
+	if r := k.do(t, "GET", "/readyz/database", nil); r.Code != 200 || string(r.Body) != "ok" {
+		t.Errorf("/readyz/database: %d %q", r.Code, r.Body)
+	}
+	if r := k.do(t, "GET", "/livez/no-such-check", nil); r.Code != 404 {
+		t.Errorf("/livez/no-such-check: %d", r.Code)
+	}
+}
