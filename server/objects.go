@@ -160,9 +160,17 @@ func decodeStored(o *storage.Object) (*unstructured.Unstructured, error) {
 func encoder(obj *unstructured.Unstructured) storage.Encoder {
 	return func(rev int64) ([]byte, error) {
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return json.Marshal(obj.Object)
+		data, err := json.Marshal(obj.Object)
+		if err == nil && len(data) > maxObjectBytes {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes; a stored object may be at most %d", len(data), maxObjectBytes))
+		}
+		return data, err
 	}
 }
+
+// maxObjectBytes is the largest object kapi stores: etcd's request limit
+// under kube-apiserver (1.5 MiB).
+const maxObjectBytes = 3 * 1024 * 1024 / 2
 
 func storageKey(res *registry.Resource, namespace, name string) storage.Key {
 	return storage.Key{Resource: res.StorageResource(), Namespace: namespace, Name: name}

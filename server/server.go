@@ -69,6 +69,9 @@ type Options struct {
 	Metrics *Metrics
 	// AuditLog, when set, receives an audit event per resource request.
 	AuditLog io.Writer
+	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
+	// read-only and the mutating requests served at once (429 above).
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 }
 
 // New returns a Server over store serving the resources of reg.
@@ -78,6 +81,12 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
+	}
+	if opts.MaxRequestsInflight <= 0 {
+		opts.MaxRequestsInflight = 400
+	}
+	if opts.MaxMutatingRequestsInflight <= 0 {
+		opts.MaxMutatingRequestsInflight = 200
 	}
 	if opts.ServiceResolver == nil {
 		opts.ServiceResolver, _ = webhook.ParseServiceResolver("")
@@ -122,7 +131,7 @@ func (s *Server) BeginShutdown() {
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.recoverPanics, s.opts.Metrics.instrument)
+	r.Use(s.logRequests, s.recoverPanics, s.opts.Metrics.instrument, s.limitInflight)
 	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store))
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {

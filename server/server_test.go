@@ -17,6 +17,11 @@ import (
 // newTestServer serves the built-in kinds from an in-memory store.
 func newTestServer(t *testing.T) *httptest.Server {
 	t.Helper()
+	return newTestServerWith(t, Options{})
+}
+
+func newTestServerWith(t *testing.T, opts Options) *httptest.Server {
+	t.Helper()
 	ctx := context.Background()
 	store, err := storage.Open(ctx, storage.Options{InMemory: true})
 	if err != nil {
@@ -24,7 +29,7 @@ func newTestServer(t *testing.T) *httptest.Server {
 	}
 	reg := registry.New()
 	builtin.Register(reg)
-	s, err := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	s, err := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
