@@ -17,14 +17,26 @@ func TestInflightLimit(t *testing.T) {
 	// A list for a resourceVersion the store has not reached holds its
 	// slot for a few seconds.
 	held := make(chan int, 1)
-	go func() {
-		code, _ := call(t, ts, "GET", "/api/v1/namespaces?resourceVersion=999999&resourceVersionMatch=NotOlderThan", "", "")
-		held <- code
-	}()
-	deadline := time.Now().Add(2 * time.Second)
+	hold := func() {
+		go func() {
+			code, _ := call(t, ts, "GET", "/api/v1/namespaces?resourceVersion=999999&resourceVersionMatch=NotOlderThan", "", "")
+			held <- code
+		}()
+	}
+	hold()
+	deadline := time.Now().Add(10 * time.Second)
 	var code int
 	var body string
 	for time.Now().Before(deadline) {
+		select {
+		case c := <-held:
+			// The holder lost the race for the slot to a probe: again.
+			if c != http.StatusTooManyRequests {
+				t.Fatalf("the holding list answered %d", c)
+			}
+			hold()
+		default:
+		}
 		req, _ := http.NewRequest("GET", ts.URL+"/api/v1/namespaces", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -37,7 +49,7 @@ func TestInflightLimit(t *testing.T) {
 			}
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if code != http.StatusTooManyRequests {
 		t.Fatalf("second request while the slot is held: %d, want 429", code)
