@@ -26,13 +26,35 @@ import (
 )
 
 func main() {
+	run := serve
+	if len(os.Args) > 1 && os.Args[1] == "backup" {
+		run = backupCommand
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "kapi:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// backupCommand is `kapi backup [--data-dir DIR] FILE`: a consistent
+// online copy of the database, from which kapi can start (--data-dir on a
+// directory holding it as kapi.db).
+func backupCommand() error {
+	fs := flag.NewFlagSet("kapi backup", flag.ExitOnError)
+	dataDir := fs.String("data-dir", "./kapi-data", "data directory of the kapi to back up")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: kapi backup [--data-dir DIR] FILE")
+		fs.PrintDefaults()
+	}
+	fs.Parse(os.Args[2:])
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("backup needs one file to write")
+	}
+	return storage.Backup(context.Background(), filepath.Join(*dataDir, "kapi.db"), fs.Arg(0))
+}
+
+func serve() error {
 	listen := flag.String("listen", "127.0.0.1:6443", "address to serve the API on")
 	dataDir := flag.String("data-dir", "./kapi-data", "directory of the SQLite database (and the default kubeconfig)")
 	inMemory := flag.Bool("in-memory", false, "keep every object in memory only: a throwaway store")

@@ -397,3 +397,17 @@ func (d *sqliteDB) stats(ctx context.Context) (Stats, error) {
 	st.SizeBytes = pages * pageSize
 	return st, nil
 }
+
+// backup writes a consistent copy of the database at dbPath to outPath
+// (VACUUM INTO reads one snapshot; the server may keep writing).
+func backup(ctx context.Context, dbPath, outPath string) error {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, outPath)
+	return err
+}

@@ -10,6 +10,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -308,4 +310,17 @@ func (s *Store) RevAt(ctx context.Context, unixMilli int64) (int64, error) {
 		return 0, ErrClosed
 	}
 	return s.db.revAt(ctx, unixMilli)
+}
+
+// Backup copies the database file at dbPath, which a running kapi may be
+// writing, to outPath as one consistent snapshot: a store opened on the copy
+// serves the same objects and resourceVersions.
+func Backup(ctx context.Context, dbPath, outPath string) error {
+	if _, err := os.Stat(dbPath); err != nil {
+		return err
+	}
+	if _, err := os.Stat(outPath); err == nil {
+		return fmt.Errorf("%s exists: a backup does not overwrite", outPath)
+	}
+	return backup(ctx, dbPath, outPath)
 }
