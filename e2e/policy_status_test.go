@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -145,4 +146,51 @@ func TestPolicyAuditLog(t *testing.T) {
 	if !strings.Contains(metrics, "apiserver_validating_admission_policy_check_total{") || !strings.Contains(metrics, `policy="audited"`) {
 		t.Errorf("/metrics lacks apiserver_validating_admission_policy_check_total for the policy")
 	}
+}
+
+// A policy matching a custom resource is checked against the CRD's schema,
+// and checked again when that schema changes.
+func TestPolicyTypeCheckingFollowsCRDSchema(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crd := newCRD("gadgets", "typecheck.example.com")
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settledCRD(ctx, t, k, crd.Name)
+	vaps := k.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	if _, err := vaps.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "gadget-colour"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"typecheck.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"gadgets"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.colour != 'red'"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := settledPolicy(ctx, t, k, "gadget-colour")
+	if w := p.Status.TypeChecking.ExpressionWarnings; len(w) != 1 || !strings.Contains(w[0].Warning, "undefined field 'colour'") {
+		t.Fatalf("warnings before the schema has colour: %+v", w)
+	}
+	waitFor(t, "the CRD update", func() bool {
+		cur, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		spec := cur.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		spec.Properties["colour"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		cur.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		_, err = k.Ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{})
+		return err == nil
+	})
+	waitFor(t, "the policy to be checked clean", func() bool {
+		cur, err := vaps.Get(ctx, "gadget-colour", metav1.GetOptions{})
+		return err == nil && cur.Status.TypeChecking != nil && len(cur.Status.TypeChecking.ExpressionWarnings) == 0 && cur.Status.ObservedGeneration == 1
+	})
 }

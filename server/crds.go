@@ -133,6 +133,10 @@ func (c *crdController) sync(ctx context.Context, name string) error {
 		}
 		served.Terminating = crd.DeletionTimestamp != nil
 		c.serve(name, served)
+		// Policies may be type-checked against this schema.
+		if err := c.s.policyStatus.recheckAll(ctx, true); err != nil {
+			return err
+		}
 		// The endpoint is served: now the CRD is Established.
 		if !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
 			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +31,9 @@ const policyStorageResource = "admissionregistration.k8s.io/validatingadmissionp
 type policyStatusController struct {
 	s       *Server
 	checker *validating.TypeChecker
-	queue   *workQueue[string, struct{}]
+	// queue holds policy names; true asks for a check even of a
+	// generation already checked (a schema it depends on changed).
+	queue *workQueue[string, bool]
 }
 
 func newPolicyStatusController(s *Server) *policyStatusController {
@@ -38,26 +41,21 @@ func newPolicyStatusController(s *Server) *policyStatusController {
 	return &policyStatusController{
 		s:       s,
 		checker: &validating.TypeChecker{SchemaResolver: schemas, RestMapper: restMapper{s}},
-		queue:   newWorkQueue[string, struct{}](),
+		queue:   newWorkQueue[string, bool](),
 	}
 }
 
 func (c *policyStatusController) start(ctx context.Context) error {
 	c.s.store.Subscribe(func(ev storage.Event) {
 		if ev.Object.Resource == policyStorageResource && ev.Op != storage.OpDeleted {
-			c.queue.add(ev.Object.Name, struct{}{})
+			c.queue.add(ev.Object.Name, false)
 		}
 	})
-	res, _ := c.s.reg.Get("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
-	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
-	if err != nil {
+	if err := c.recheckAll(ctx, false); err != nil {
 		return err
 	}
-	for _, obj := range items {
-		c.queue.add(obj.GetName(), struct{}{})
-	}
-	go c.queue.run(ctx, func(ctx context.Context, name string, _ struct{}) bool {
-		if err := c.sync(ctx, name); err != nil {
+	go c.queue.run(ctx, func(ctx context.Context, name string, force bool) bool {
+		if err := c.sync(ctx, name, force); err != nil {
 			c.s.log.Warn("type-checking a policy", "policy", name, "err", err)
 			return false
 		}
@@ -66,7 +64,19 @@ func (c *policyStatusController) start(ctx context.Context) error {
 	return nil
 }
 
-func (c *policyStatusController) sync(ctx context.Context, name string) error {
+// recheckAll queues every policy; force checks again the generations
+// already checked (the CRD controller calls it when a served custom
+// resource's schema may have changed).
+func (c *policyStatusController) recheckAll(ctx context.Context, force bool) error {
+	res, _ := c.s.reg.Get("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
+	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+	for _, obj := range items {
+		c.queue.add(obj.GetName(), force)
+	}
+	return err
+}
+
+func (c *policyStatusController) sync(ctx context.Context, name string, force bool) error {
 	res, _ := c.s.reg.Get("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
 	obj, _, err := c.s.getObject(ctx, res, "", name)
 	if apierrors.IsNotFound(err) {
@@ -79,10 +89,14 @@ func (c *policyStatusController) sync(ctx context.Context, name string) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, policy); err != nil {
 		return err
 	}
-	if policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil {
+	checked := policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil
+	if checked && !force {
 		return nil
 	}
 	warnings := c.checker.Check(policy)
+	if checked && equality.Semantic.DeepEqual(warnings, policy.Status.TypeChecking.ExpressionWarnings) {
+		return nil
+	}
 	req := &resourceRequest{res: res, version: "v1", name: name, subresource: "status"}
 	_, err = c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		if current.GetGeneration() != policy.Generation {
@@ -99,7 +113,7 @@ func (c *policyStatusController) sync(ctx context.Context, name string) error {
 		return c.s.trackUpdate(res, "status", current, &unstructured.Unstructured{Object: u}, "kube-apiserver"), nil
 	})
 	if apierrors.IsConflict(err) {
-		c.queue.add(name, struct{}{})
+		c.queue.add(name, force)
 		return nil
 	}
 	return err
