@@ -25,7 +25,7 @@ func CustomResourceV2(crd *apiextensionsv1.CustomResourceDefinition, version str
 // kube-apiserver builds them, over the meta types' definitions.
 func CustomResourceTypeConverter(crd *apiextensionsv1.CustomResourceDefinition) (managedfields.TypeConverter, error) {
 	static := map[string]*spec.Schema{}
-	for name, s := range apiextensionsDefinitions() {
+	for name, s := range definitionsV3() {
 		static[name] = s
 	}
 	specs := []*spec3.OpenAPI{{Version: "3.0.0", Components: &spec3.Components{Schemas: static}}}

@@ -18,6 +18,9 @@ import (
 // definitions: openapi/builtin (k8s.io/api, made by `make generate`) and
 // apiextensions-apiserver's own.
 
+// gvkExtension names the kind a definition describes.
+const gvkExtension = "x-kubernetes-group-version-kind"
+
 // definitionName is the REST-friendly name of a built-in kind's definition.
 func definitionName(group, version, kind string) string {
 	switch group {

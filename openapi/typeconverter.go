@@ -1,38 +1,37 @@
 package openapi
 
 import (
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	clientgoapply "k8s.io/client-go/applyconfigurations"
-	"sigs.k8s.io/structured-merge-diff/v4/typed"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // BuiltinTypeConverter converts objects of the built-in kinds to and from
-// structured-merge-diff values, as server-side apply needs. Its schemas
-// come from the kinds' generated OpenAPI definitions, with their list
-// types and map keys: k8s.io/client-go's for core, admissionregistration
-// and resource, apiextensions-apiserver's for CustomResourceDefinition.
-// scheme must know the Go types of the kinds.
-func BuiltinTypeConverter(scheme *runtime.Scheme) (managedfields.TypeConverter, error) {
-	ext, err := apiextensionsTypeConverter()
-	if err != nil {
-		return nil, err
+// structured-merge-diff values, as server-side apply needs, by the same
+// generated definitions kapi publishes (list types, map keys, atomic
+// structs), each kind's marked with its group, version and kind.
+func BuiltinTypeConverter(kinds []Kind) (managedfields.TypeConverter, error) {
+	defs := map[string]*spec.Schema{}
+	for name, s := range definitionsV2() {
+		defs[name] = s
 	}
-	return typeConverter{core: clientgoapply.NewTypeConverter(scheme), apiextensions: ext}, nil
-}
-
-type typeConverter struct {
-	core, apiextensions managedfields.TypeConverter
-}
-
-func (c typeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	if obj.GetObjectKind().GroupVersionKind().Group == "apiextensions.k8s.io" {
-		return c.apiextensions.ObjectToTyped(obj, opts...)
+	for _, k := range kinds {
+		name := definitionName(k.Group, k.Version, k.Kind)
+		s, ok := defs[name]
+		if !ok {
+			continue
+		}
+		marked := *s
+		var gvks []interface{}
+		if prev, ok := marked.Extensions[gvkExtension].([]interface{}); ok {
+			gvks = append(gvks, prev...)
+		}
+		gvks = append(gvks, map[string]interface{}{"group": k.Group, "version": k.Version, "kind": k.Kind})
+		marked.Extensions = spec.Extensions{}
+		for key, v := range s.Extensions {
+			marked.Extensions[key] = v
+		}
+		marked.Extensions[gvkExtension] = gvks
+		defs[name] = &marked
 	}
-	return c.core.ObjectToTyped(obj, opts...)
-}
-
-func (c typeConverter) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
-	// Both give the value back as an unstructured object.
-	return c.core.TypedToObject(v)
+	return managedfields.NewTypeConverter(defs, false)
 }

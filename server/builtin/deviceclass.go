@@ -49,12 +49,38 @@ const servedMajor, servedMinor = 1, 33
 // Register adds every built-in kind to reg, in the order discovery lists
 // their groups.
 func Register(reg *registry.Registry) {
-	typeConverter, err := openapi.BuiltinTypeConverter(Scheme)
+	type kind struct {
+		res     *registry.Resource
+		goTypes map[string]func() interface{}
+	}
+	kinds := []kind{
+		{namespaceResource(), map[string]func() interface{}{"v1": func() interface{} { return &corev1.Namespace{} }}},
+		{crdResource(), map[string]func() interface{}{"v1": func() interface{} { return &apiextensionsv1.CustomResourceDefinition{} }}},
+		{mutatingWebhookConfigurationResource(), map[string]func() interface{}{"v1": func() interface{} { return &admissionregistrationv1.MutatingWebhookConfiguration{} }}},
+		{validatingWebhookConfigurationResource(), map[string]func() interface{}{"v1": func() interface{} { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }}},
+		{validatingAdmissionPolicyResource(), map[string]func() interface{}{
+			"v1":      func() interface{} { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+			"v1beta1": func() interface{} { return &admissionregistrationv1beta1.ValidatingAdmissionPolicy{} },
+		}},
+		{validatingAdmissionPolicyBindingResource(), map[string]func() interface{}{
+			"v1":      func() interface{} { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
+			"v1beta1": func() interface{} { return &admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding{} },
+		}},
+		{deviceClassResource(), map[string]func() interface{}{"v1beta2": func() interface{} { return &resourcev1beta2.DeviceClass{} }}},
+	}
+	var served []openapi.Kind
+	for _, k := range kinds {
+		for _, v := range k.res.Versions {
+			served = append(served, openapi.Kind{Group: k.res.Group, Version: v, Kind: k.res.Kind})
+		}
+	}
+	typeConverter, err := openapi.BuiltinTypeConverter(served)
 	if err != nil {
 		// The schemas are compiled in: this is a bug of kapi's build.
 		panic(fmt.Sprintf("builtin: type converter: %v", err))
 	}
-	add := func(r *registry.Resource, goTypes map[string]func() interface{}) {
+	for _, k := range kinds {
+		r, goTypes := k.res, k.goTypes
 		r.GoType = func(version string) interface{} { return goTypes[version]() }
 		r.TypeConverter = typeConverter
 		for version, newObj := range goTypes {
@@ -70,17 +96,4 @@ func Register(reg *registry.Registry) {
 		}
 		reg.Add(r)
 	}
-	add(namespaceResource(), map[string]func() interface{}{"v1": func() interface{} { return &corev1.Namespace{} }})
-	add(crdResource(), map[string]func() interface{}{"v1": func() interface{} { return &apiextensionsv1.CustomResourceDefinition{} }})
-	add(mutatingWebhookConfigurationResource(), map[string]func() interface{}{"v1": func() interface{} { return &admissionregistrationv1.MutatingWebhookConfiguration{} }})
-	add(validatingWebhookConfigurationResource(), map[string]func() interface{}{"v1": func() interface{} { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }})
-	add(validatingAdmissionPolicyResource(), map[string]func() interface{}{
-		"v1":      func() interface{} { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
-		"v1beta1": func() interface{} { return &admissionregistrationv1beta1.ValidatingAdmissionPolicy{} },
-	})
-	add(validatingAdmissionPolicyBindingResource(), map[string]func() interface{}{
-		"v1":      func() interface{} { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
-		"v1beta1": func() interface{} { return &admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding{} },
-	})
-	add(deviceClassResource(), map[string]func() interface{}{"v1beta2": func() interface{} { return &resourcev1beta2.DeviceClass{} }})
 }
