@@ -17,6 +17,34 @@ import (
 type sqliteDB struct {
 	writer *sql.DB // one connection: the single writer
 	reader *sql.DB // a pool of read-only connections (same as writer in memory)
+
+	// The write path's statements, prepared once on the writer.
+	stmts writeStmts
+}
+
+type writeStmts struct {
+	current, insertChange, insertObject, updateObject, deleteObject *sql.Stmt
+}
+
+// prepare readies the write path's statements.
+func (d *sqliteDB) prepare(ctx context.Context) error {
+	var err error
+	for _, st := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&d.stmts.current, `SELECT o.rev, c.data FROM objects o JOIN changelog c ON c.rev = o.rev
+			WHERE o.resource = ? AND o.namespace = ? AND o.name = ?`},
+		{&d.stmts.insertChange, `INSERT INTO changelog (rev, resource, namespace, name, op, prev_rev, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&d.stmts.insertObject, `INSERT INTO objects (resource, namespace, name, rev) VALUES (?, ?, ?, ?)`},
+		{&d.stmts.updateObject, `UPDATE objects SET rev = ? WHERE resource = ? AND namespace = ? AND name = ?`},
+		{&d.stmts.deleteObject, `DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?`},
+	} {
+		if *st.dst, err = d.writer.PrepareContext(ctx, st.query); err != nil {
+			return fmt.Errorf("prepare %q: %w", st.query, err)
+		}
+	}
+	return nil
 }
 
 func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
@@ -37,6 +65,10 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 		db.SetConnMaxIdleTime(0)
 		s := &sqliteDB{writer: db, reader: db}
 		if _, err := migrations.Apply(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
+		if err := s.prepare(ctx); err != nil {
 			db.Close()
 			return nil, err
 		}
@@ -72,7 +104,12 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	return &sqliteDB{writer: w, reader: r}, nil
+	d := &sqliteDB{writer: w, reader: r}
+	if err := d.prepare(ctx); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
 }
 
 func (d *sqliteDB) close() error {
@@ -242,9 +279,7 @@ func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev 
 		cur     int64
 		curData []byte
 	)
-	err = tx.QueryRowContext(ctx, `SELECT o.rev, c.data FROM objects o JOIN changelog c ON c.rev = o.rev
-		WHERE o.resource = ? AND o.namespace = ? AND o.name = ?`,
-		key.Resource, key.Namespace, key.Name).Scan(&cur, &curData)
+	err = tx.StmtContext(ctx, d.stmts.current).QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).Scan(&cur, &curData)
 	exists := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return prevState{}, err
@@ -266,17 +301,17 @@ func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev 
 	if err != nil {
 		return prevState{}, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO changelog (rev, resource, namespace, name, op, prev_rev, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.StmtContext(ctx, d.stmts.insertChange).ExecContext(ctx,
 		rev, key.Resource, key.Namespace, key.Name, int(op), cur, time.Now().UnixMilli(), data); err != nil {
 		return prevState{}, err
 	}
 	switch op {
 	case OpAdded:
-		_, err = tx.ExecContext(ctx, `INSERT INTO objects (resource, namespace, name, rev) VALUES (?, ?, ?, ?)`, key.Resource, key.Namespace, key.Name, rev)
+		_, err = tx.StmtContext(ctx, d.stmts.insertObject).ExecContext(ctx, key.Resource, key.Namespace, key.Name, rev)
 	case OpModified:
-		_, err = tx.ExecContext(ctx, `UPDATE objects SET rev = ? WHERE resource = ? AND namespace = ? AND name = ?`, rev, key.Resource, key.Namespace, key.Name)
+		_, err = tx.StmtContext(ctx, d.stmts.updateObject).ExecContext(ctx, rev, key.Resource, key.Namespace, key.Name)
 	case OpDeleted:
-		_, err = tx.ExecContext(ctx, `DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?`, key.Resource, key.Namespace, key.Name)
+		_, err = tx.StmtContext(ctx, d.stmts.deleteObject).ExecContext(ctx, key.Resource, key.Namespace, key.Name)
 	}
 	if err != nil {
 		return prevState{}, err
