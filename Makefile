@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/kapi
 
-.PHONY: build run test lint unit e2e bench generate
+.PHONY: build run test lint unit e2e bench generate fuzz
 
 build:
 	$(GO) build -o $(BIN) .
@@ -16,7 +16,18 @@ run: build
 # tests against the real binary with client-go and kubectl.
 test: lint
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+	$(MAKE) fuzz FUZZTIME=3s
 	$(GO) test -count=1 -timeout 15m ./e2e/
+
+# The fuzz targets (body decoding, patches, continue tokens, list
+# queries); `make test` runs each briefly, `make fuzz FUZZTIME=5m` longer.
+FUZZTIME ?= 30s
+FUZZ_TARGETS = FuzzDecodeBody FuzzApplyPatch FuzzContinueToken FuzzListQuery
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./server/ || exit 1; \
+	done
 
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)

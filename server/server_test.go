@@ -15,12 +15,12 @@ import (
 )
 
 // newTestServer serves the built-in kinds from an in-memory store.
-func newTestServer(t *testing.T) *httptest.Server {
+func newTestServer(t testing.TB) *httptest.Server {
 	t.Helper()
 	return newTestServerWith(t, Options{})
 }
 
-func newTestServerWith(t *testing.T, opts Options) *httptest.Server {
+func newTestServerWith(t testing.TB, opts Options) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
 	store, err := storage.Open(ctx, storage.Options{InMemory: true})
@@ -51,7 +51,7 @@ func newTestServerWith(t *testing.T, opts Options) *httptest.Server {
 }
 
 // call sends a request and returns the status code and body.
-func call(t *testing.T, ts *httptest.Server, method, path, contentType, body string) (int, string) {
+func call(t testing.TB, ts *httptest.Server, method, path, contentType, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 	if err != nil {
