@@ -98,7 +98,7 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		obj.SetFinalizers(withoutFinalizer(obj.GetFinalizers(), builtin.CRDCleanupFinalizer))
 	}
 	key := storageKey(res, "", name)
-	if len(obj.GetFinalizers()) == 0 && !pendingDelete(ctx, res, obj) {
+	if len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
 		_, err = f.s.store.Delete(ctx, key, rev, encoder(obj))
 	} else {
 		_, err = f.s.store.Update(ctx, key, rev, encoder(obj))

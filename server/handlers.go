@@ -627,7 +627,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		key := storageKey(res, req.namespace, req.name)
 		// The last finalizer of an object being deleted is gone: the
 		// update completes the deletion.
-		if old.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !pendingDelete(ctx, res, obj) {
+		if old.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
 			_, err = s.store.Delete(ctx, key, rev, encoder(obj))
 		} else if sameObject(obj, old) {
 			// Nothing changed: kube-apiserver skips the write and keeps
@@ -646,14 +646,11 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 	}
 }
 
-// pendingDelete tells whether a kind still holds obj beyond its finalizers
-// (a namespace's spec.finalizers).
-func pendingDelete(ctx context.Context, res *registry.Resource, obj *unstructured.Unstructured) bool {
-	if res.Kind != "Namespace" {
-		return false
-	}
-	fin, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
-	return len(fin) > 0
+// holdsDeletion tells whether res still holds obj, being deleted, beyond
+// its metadata.finalizers.
+func holdsDeletion(res *registry.Resource, obj *unstructured.Unstructured) bool {
+	ds, ok := res.Strategy.(registry.DeleteStrategy)
+	return ok && ds.HoldsDeletion(obj)
 }
 
 func sameObject(a, b *unstructured.Unstructured) bool {

@@ -141,3 +141,21 @@ func TestPolicyV1beta1DecodesIntoStorageVersion(t *testing.T) {
 		t.Errorf("Convert to v1: %v, apiVersion %q", err, obj.GetAPIVersion())
 	}
 }
+
+func TestNamespaceHoldsDeletionUntilSpecFinalizersGo(t *testing.T) {
+	r := resource(t, "namespaces")
+	ds := r.Strategy.(registry.DeleteStrategy)
+	held, _ := decode(t, r, "v1", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"},"spec":{"finalizers":["kubernetes"]}}`)
+	if !ds.HoldsDeletion(held) {
+		t.Error("a namespace with spec.finalizers is not held")
+	}
+	free, _ := decode(t, r, "v1", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}`)
+	if ds.HoldsDeletion(free) {
+		t.Error("a namespace without spec.finalizers is held")
+	}
+	crd := resource(t, "customresourcedefinitions")
+	obj, _ := decode(t, crd, "v1", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"a.b"}}`)
+	if crd.Strategy.(registry.DeleteStrategy).HoldsDeletion(obj) {
+		t.Error("a CRD is held beyond its metadata.finalizers")
+	}
+}

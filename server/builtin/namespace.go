@@ -79,6 +79,7 @@ func namespaceResource() *registry.Resource {
 			ns.Status.Phase = corev1.NamespaceTerminating
 			return len(ns.Spec.Finalizers) > 0, nil
 		},
+		holdsDeletion: func(ns *corev1.Namespace) bool { return len(ns.Spec.Finalizers) > 0 },
 	}
 	return &registry.Resource{
 		Group:          "",

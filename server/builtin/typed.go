@@ -38,6 +38,9 @@ type typed[T any] struct {
 
 	// prepareDelete marks a pending deletion (nil: none beyond finalizers).
 	prepareDelete func(*T) (bool, error)
+	// holdsDeletion tells whether the kind holds an object being deleted
+	// beyond its metadata.finalizers (nil: it does not).
+	holdsDeletion func(*T) bool
 
 	storageVersion string
 	groupVersion   func(version string) string
@@ -140,6 +143,10 @@ func (s *typed[T]) PrepareForStatusUpdate(ctx context.Context, u, oldU *unstruct
 
 func (s *typed[T]) ValidateStatusUpdate(ctx context.Context, u, old *unstructured.Unstructured) field.ErrorList {
 	return s.validateStatusUpdate(mustTyped[T](u), mustTyped[T](old))
+}
+
+func (s *typed[T]) HoldsDeletion(u *unstructured.Unstructured) bool {
+	return s.holdsDeletion != nil && s.holdsDeletion(mustTyped[T](u))
 }
 
 func (s *typed[T]) PrepareForDelete(ctx context.Context, u *unstructured.Unstructured) (pending bool, err error) {

@@ -65,6 +65,10 @@ type DeleteStrategy interface {
 	// finalizers) and tells whether the deletion must wait.
 	// A returned error refuses the deletion.
 	PrepareForDelete(ctx context.Context, obj *unstructured.Unstructured) (pending bool, err error)
+	// HoldsDeletion tells whether the kind still holds an object being
+	// deleted once its metadata.finalizers are gone (a namespace until its
+	// spec.finalizers are).
+	HoldsDeletion(obj *unstructured.Unstructured) bool
 }
 
 // TableConvertor prints a kind's objects as kube-apiserver's Table.
