@@ -24,12 +24,19 @@ type finalizer struct {
 	queue *workQueue[storage.Key, *registry.Resource]
 }
 
+// finalizedHere tells whether the finalizer finishes deletions of res:
+// core namespaces and CRDs.
+func finalizedHere(res *registry.Resource) bool {
+	return (res.Group == "" && res.Kind == "Namespace") ||
+		(res.Group == "apiextensions.k8s.io" && res.Kind == "CustomResourceDefinition")
+}
+
 func newFinalizer(s *Server) *finalizer {
 	return &finalizer{s: s, queue: newWorkQueue[storage.Key, *registry.Resource]()}
 }
 
 func (f *finalizer) enqueue(res *registry.Resource, namespace, name string) {
-	if res.Kind != "Namespace" && !(res.Kind == "CustomResourceDefinition" && res.Group == "apiextensions.k8s.io") {
+	if !finalizedHere(res) {
 		return
 	}
 	f.queue.add(storageKey(res, namespace, name), res)
@@ -39,7 +46,7 @@ func (f *finalizer) enqueue(res *registry.Resource, namespace, name string) {
 // queue until ctx ends.
 func (f *finalizer) start(ctx context.Context) error {
 	for _, res := range f.s.reg.All() {
-		if res.Kind != "Namespace" && res.Kind != "CustomResourceDefinition" {
+		if !finalizedHere(res) {
 			continue
 		}
 		items, _, err := f.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
