@@ -255,7 +255,15 @@ func (s *Server) resourceForKind(gvk schema.GroupVersionKind) (*registry.Resourc
 // equivalentResources maps every served resource to the kind of each of
 // its versions, and makes the versions of a resource equivalent, for
 // matchPolicy: Equivalent.
+//
+// The mapping is rebuilt only when the registry changes.
 func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
+	gen := s.reg.Generation()
+	s.equivalentMu.Lock()
+	defer s.equivalentMu.Unlock()
+	if s.equivalent != nil && s.equivalentGen == gen {
+		return s.equivalent
+	}
 	m := runtime.NewEquivalentResourceRegistry()
 	for _, res := range s.reg.All() {
 		for _, v := range res.Versions {
@@ -269,6 +277,7 @@ func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
 			}
 		}
 	}
+	s.equivalent, s.equivalentGen = m, gen
 	return m
 }
 

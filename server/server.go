@@ -48,6 +48,10 @@ type Server struct {
 	webhooks      *admission.Webhooks
 	policies      *admission.Policies
 	fieldManagers fieldManagers
+	// equivalent caches equivalentResources for a registry generation.
+	equivalentMu  sync.Mutex
+	equivalent    runtime.EquivalentResourceMapper
+	equivalentGen int64
 	auditMu       sync.Mutex
 	// started is set once the controllers and admission caches run.
 	started atomic.Bool

@@ -183,6 +183,15 @@ type Registry struct {
 	// groupOrder lists groups in the order they were first registered,
 	// which is the order discovery lists them.
 	groupOrder []string
+	// generation counts the changes, for views derived from the registry.
+	generation int64
+}
+
+// Generation changes whenever a resource is added or removed.
+func (g *Registry) Generation() int64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.generation
 }
 
 // New returns an empty Registry.
@@ -196,6 +205,7 @@ func (g *Registry) Add(r *Resource) {
 	defer g.mu.Unlock()
 	gr := r.GroupResource()
 	g.resources[gr] = r
+	g.generation++
 	for _, name := range g.groupOrder {
 		if name == r.Group {
 			return
@@ -209,6 +219,7 @@ func (g *Registry) Remove(gr schema.GroupResource) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.resources, gr)
+	g.generation++
 	for _, r := range g.resources {
 		if r.Group == gr.Group {
 			return

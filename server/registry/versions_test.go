@@ -29,7 +29,11 @@ func TestRegistryAddRemove(t *testing.T) {
 	if len(gvs) != 2 || gvs[0].Group != "example.com" || !reflect.DeepEqual(gvs[0].Versions, []string{"v1", "v1beta1"}) {
 		t.Fatalf("GroupVersions = %+v", gvs)
 	}
+	before := reg.Generation()
 	reg.Remove(reg.All()[1].GroupResource())
+	if reg.Generation() == before {
+		t.Error("Remove did not change the generation")
+	}
 	if _, ok := reg.Get("example.com", "v1", "widgets"); ok {
 		t.Fatal("widgets still served after Remove")
 	}
