@@ -17,7 +17,23 @@ import (
 
 // gvDocuments returns the OpenAPI v3 document of every served group
 // version, keyed by its path ("apis/<group>/<version>", "api/v1"), as JSON.
+// They are built again only when the registry changes.
 func (s *Server) gvDocuments() (map[string][]byte, error) {
+	gen := s.reg.Generation()
+	s.openapiMu.Lock()
+	defer s.openapiMu.Unlock()
+	if s.openapiDocs != nil && s.openapiGen == gen {
+		return s.openapiDocs, nil
+	}
+	docs, err := s.buildGVDocuments()
+	if err != nil {
+		return nil, err
+	}
+	s.openapiDocs, s.openapiGen = docs, gen
+	return docs, nil
+}
+
+func (s *Server) buildGVDocuments() (map[string][]byte, error) {
 	builtin := map[string][]openapi.Kind{}
 	custom := map[string][]*spec3.OpenAPI{}
 	for _, res := range s.reg.All() {

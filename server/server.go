@@ -52,7 +52,11 @@ type Server struct {
 	equivalentMu  sync.Mutex
 	equivalent    runtime.EquivalentResourceMapper
 	equivalentGen int64
-	auditMu       sync.Mutex
+	// openapiDocs caches the OpenAPI v3 documents for a registry generation.
+	openapiMu   sync.Mutex
+	openapiDocs map[string][]byte
+	openapiGen  int64
+	auditMu     sync.Mutex
 	// started is set once the controllers and admission caches run.
 	started atomic.Bool
 	// stopping is closed when the server begins to shut down; long-running
