@@ -67,6 +67,7 @@ func serve() error {
 	bookmarkInterval := flag.Duration("watch-bookmark-interval", time.Minute, "how often a watch that allows bookmarks gets one")
 	maxInflight := flag.Int("max-requests-inflight", 400, "the most read-only requests served at once (watches not counted); more get 429")
 	maxMutatingInflight := flag.Int("max-mutating-requests-inflight", 200, "the most mutating requests served at once; more get 429")
+	requestTimeout := flag.Duration("request-timeout", time.Minute, "the longest a request other than a watch may take (504 after it); a request's ?timeout= may shorten it")
 	auditLogPath := flag.String("audit-log-path", "", "append an audit event (JSON lines, audit.k8s.io/v1, Metadata level) per API request to this file")
 	serviceResolver := flag.String("service-resolver", "", "where webhook service references go, as namespace/name:port=host:port[,...] (kapi serves no Services)")
 	historyRevisions := flag.Int64("history-revisions", 10000, "keep at least this many of the newest revisions")
@@ -116,7 +117,7 @@ func serve() error {
 		return err
 	}
 	srvOpts := server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics,
-		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight}
+		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight, RequestTimeout: *requestTimeout}
 	if *auditLogPath != "" {
 		f, err := os.OpenFile(*auditLogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,6 +191,8 @@ func storageError(err error, res *registry.Resource, name string) error {
 		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	case errors.Is(err, storage.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
 	}
 	if se, ok := err.(apierrors.APIStatus); ok {
 		return se.(error)

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -153,6 +155,9 @@ func toStatus(err error) *metav1.Status {
 	var status metav1.Status
 	if se, ok := err.(apierrors.APIStatus); ok {
 		status = se.Status()
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		// The request's deadline (--request-timeout, ?timeout=) passed.
+		status = apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0).Status()
 	} else {
 		// Like kube-apiserver, an error that is not a Status (a failed
 		// conversion webhook, say) is a 500 with its own message.

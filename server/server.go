@@ -80,6 +80,9 @@ type Options struct {
 	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
 	// read-only and the mutating requests served at once (429 above).
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// RequestTimeout bounds every request but watches (504 after it);
+	// a request's ?timeout= may shorten it. 0 means no bound.
+	RequestTimeout time.Duration
 }
 
 // New returns a Server over store serving the resources of reg.
@@ -139,7 +142,7 @@ func (s *Server) BeginShutdown() {
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.recoverPanics, s.opts.Metrics.instrument, s.limitInflight)
+	r.Use(s.logRequests, s.recoverPanics, s.opts.Metrics.instrument, s.limitInflight, s.limitDuration)
 	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store))
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
@@ -284,11 +287,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		log := &auditLog{w: s.opts.AuditLog, mu: &s.auditMu}
 		r = log.begin(r, req, auditVerbs[verb])
 		defer func() {
-			code := http.StatusOK
-			if rec, ok := w.(*statusRecorder); ok {
-				code = rec.code
-			}
-			log.end(r.Context(), code)
+			log.end(r.Context(), responseCode(w))
 		}()
 	}
 	if req.subresource == "finalize" && r.Method != http.MethodPut {
@@ -372,6 +371,21 @@ func (w *statusRecorder) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// responseCode is the status code written through w, as the statusRecorder
+// under it saw it (200 when there is none).
+func responseCode(w http.ResponseWriter) int {
+	for {
+		if rec, ok := w.(*statusRecorder); ok {
+			return rec.code
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return http.StatusOK
+		}
+		w = u.Unwrap()
+	}
+}
 
 func (w *statusRecorder) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
