@@ -70,6 +70,7 @@ func serve() error {
 	requestTimeout := flag.Duration("request-timeout", time.Minute, "the longest a request other than a watch may take (504 after it); a request's ?timeout= may shorten it")
 	auditLogPath := flag.String("audit-log-path", "", "append an audit event (JSON lines, audit.k8s.io/v1, Metadata level) per API request to this file")
 	serviceResolver := flag.String("service-resolver", "", "where webhook service references go, as namespace/name:port=host:port[,...] (kapi serves no Services)")
+	storageQuota := flag.Int64("storage-quota-bytes", 0, "cap the database at this size: past it writes are refused (503) as on a full disk, reads go on; 0: no cap")
 	historyRevisions := flag.Int64("history-revisions", 10000, "keep at least this many of the newest revisions")
 	flag.Parse()
 
@@ -93,7 +94,7 @@ func serve() error {
 		return fmt.Errorf("--sync must be full or normal, not %q", *syncMode)
 	}
 	metrics := server.NewMetrics()
-	opts := metrics.StorageHooks(storage.Options{InMemory: *inMemory, Durable: *syncMode == "full"})
+	opts := metrics.StorageHooks(storage.Options{InMemory: *inMemory, Durable: *syncMode == "full", QuotaBytes: *storageQuota})
 	if !*inMemory {
 		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 			return err
@@ -103,6 +104,9 @@ func serve() error {
 	store, err := storage.Open(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
+	}
+	if store.ReadOnly() {
+		log.Warn("the database file is read-only: reads are served, writes are refused (503)", "path", opts.Path)
 	}
 	defer func() {
 		if err := store.Close(); err != nil {

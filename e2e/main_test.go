@@ -40,6 +40,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Other users may run the binary (a test runs kapi as nobody).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	kapiBinary = filepath.Join(dir, "kapi")
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -118,7 +123,7 @@ func startKapiIn(t testing.TB, dataDir string, args ...string) *kapi {
 	// The free port may be taken between our probe and kapi's listen; try
 	// a few ports before giving up.
 	for attempt := 0; attempt < 3; attempt++ {
-		k, err := tryStart(t, dataDir, args)
+		k, err := tryStart(t, dataDir, nil, args)
 		if err == nil {
 			return k
 		}
@@ -131,7 +136,17 @@ func startKapiIn(t testing.TB, dataDir string, args ...string) *kapi {
 	return nil
 }
 
-func tryStart(t testing.TB, dataDir string, args []string) (*kapi, error) {
+// startKapiAs is startKapiIn with kapi running as another user (cred).
+func startKapiAs(t testing.TB, dataDir string, cred *syscall.Credential, args ...string) *kapi {
+	t.Helper()
+	k, err := tryStart(t, dataDir, cred, args)
+	if err != nil {
+		t.Fatalf("starting kapi: %v", err)
+	}
+	return k
+}
+
+func tryStart(t testing.TB, dataDir string, cred *syscall.Credential, args []string) (*kapi, error) {
 	// kapi picks a free port itself (port 0) and names it in the
 	// kubeconfig it writes, so parallel tests never race for a port. A
 	// test may pin the address (to restart kapi where clients expect it).
@@ -155,6 +170,9 @@ func tryStart(t testing.TB, dataDir string, args []string) (*kapi, error) {
 	argv := append([]string{"--listen", addr, "--data-dir", dataDir, "--kubeconfig-out", k.Kubeconfig}, args...)
 	k.cmd = exec.Command(kapiBinary, argv...)
 	k.cmd.Stdout, k.cmd.Stderr = k.log, k.log
+	if cred != nil {
+		k.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	if err := k.cmd.Start(); err != nil {
 		return nil, err
 	}

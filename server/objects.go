@@ -191,6 +191,12 @@ func storageError(err error, res *registry.Resource, name string) error {
 		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	case errors.Is(err, storage.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
+	case errors.Is(err, storage.ErrNoSpace):
+		return apierrors.NewServiceUnavailable("the storage is full: writes are refused until there is space again, reads go on (" + err.Error() + ")")
+	case errors.Is(err, storage.ErrReadOnly):
+		return apierrors.NewServiceUnavailable("the storage is read-only: writes are refused, reads go on (" + err.Error() + ")")
+	case errors.Is(err, storage.ErrIO):
+		return apierrors.NewServiceUnavailable("the storage failed: " + err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
 	}

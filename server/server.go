@@ -346,6 +346,10 @@ func verbOf(method string) string {
 func (s *Server) Bootstrap(ctx context.Context) error {
 	res, _ := s.reg.Get("", "v1", "namespaces")
 	for _, name := range builtin.InitialNamespaces {
+		// Only missing ones are written: a read-only store still starts.
+		if _, err := s.store.Get(ctx, storageKey(res, "", name)); err == nil {
+			continue
+		}
 		obj := &unstructured.Unstructured{}
 		obj.SetAPIVersion("v1")
 		obj.SetKind("Namespace")

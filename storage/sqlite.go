@@ -8,11 +8,31 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/kapi-dev/kapi/migrations"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"modernc.org/sqlite" // the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
+
+// fault names the storage faults among SQLite's errors (ErrNoSpace,
+// ErrReadOnly, ErrIO), keeping SQLite's message; others pass unchanged.
+func fault(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff { // the primary result code
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w: %v", ErrNoSpace, err)
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN:
+		return fmt.Errorf("%w: %v", ErrReadOnly, err)
+	case sqlite3.SQLITE_IOERR:
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	return err
+}
 
 type sqliteDB struct {
 	writer *sql.DB // one connection: the single writer
@@ -20,6 +40,10 @@ type sqliteDB struct {
 
 	// The write path's statements, prepared once on the writer.
 	stmts writeStmts
+
+	// readOnly is set when the database file could not be opened for
+	// writing: writes fail with ErrReadOnly.
+	readOnly bool
 }
 
 type writeStmts struct {
@@ -90,9 +114,33 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
+	readOnly := false
 	if _, err := migrations.Apply(ctx, w); err != nil {
-		w.Close()
-		return nil, err
+		// A read-only file whose schema is current is served read-only:
+		// reads work, writes fail with ErrReadOnly.
+		if !errors.Is(fault(err), ErrReadOnly) || !schemaCurrent(ctx, w) {
+			w.Close()
+			return nil, err
+		}
+		readOnly = true
+	} else if f, err := os.OpenFile(opts.Path, os.O_WRONLY, 0); err != nil {
+		// The schema needs no migration, yet this process may not write
+		// the file (permissions, a read-only file system).
+		readOnly = true
+	} else {
+		f.Close()
+	}
+	if opts.QuotaBytes > 0 {
+		var pageSize int64
+		if err := w.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+			w.Close()
+			return nil, err
+		}
+		// SQLite answers SQLITE_FULL past max_page_count, as on a full disk.
+		if _, err := w.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, max(opts.QuotaBytes/pageSize, 1))); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	rq := url.Values{}
 	rq.Add("_pragma", "busy_timeout(10000)")
@@ -104,12 +152,23 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	d := &sqliteDB{writer: w, reader: r}
+	d := &sqliteDB{writer: w, reader: r, readOnly: readOnly}
 	if err := d.prepare(ctx); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// schemaCurrent tells whether db's schema is the newest migration's.
+func schemaCurrent(ctx context.Context, db *sql.DB) bool {
+	all, err := migrations.All()
+	if err != nil || len(all) == 0 {
+		return false
+	}
+	var current int
+	err = db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current)
+	return err == nil && current == all[len(all)-1].Version
 }
 
 func (d *sqliteDB) close() error {
@@ -270,6 +329,11 @@ type prevState struct {
 // commit runs one write in one transaction: check the key's current
 // revision, write the changelog row and point objects at it.
 func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev int64, enc Encoder) (prevState, error) {
+	prev, err := d.commitTx(ctx, key, op, expectedRev, rev, enc)
+	return prev, fault(err)
+}
+
+func (d *sqliteDB) commitTx(ctx context.Context, key Key, op Op, expectedRev, rev int64, enc Encoder) (prevState, error) {
 	tx, err := d.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return prevState{}, err
@@ -323,6 +387,10 @@ func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev 
 }
 
 func (d *sqliteDB) compact(ctx context.Context, rev int64) error {
+	return fault(d.compactTx(ctx, rev))
+}
+
+func (d *sqliteDB) compactTx(ctx context.Context, rev int64) error {
 	tx, err := d.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return err

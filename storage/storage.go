@@ -60,6 +60,15 @@ var (
 	ErrCompacted = errors.New("storage: revision has been compacted")
 	ErrFutureRev = errors.New("storage: revision is newer than the store")
 	ErrClosed    = errors.New("storage: store is closed")
+	// ErrNoSpace: the disk (or the configured quota) is full. The write
+	// left nothing behind; reads go on, writes succeed again once there is
+	// room.
+	ErrNoSpace = errors.New("storage: no space left for writes")
+	// ErrReadOnly: the database file cannot be written (permissions, a
+	// read-only file system). Reads go on.
+	ErrReadOnly = errors.New("storage: the database is read-only")
+	// ErrIO: the disk failed a read or a write.
+	ErrIO = errors.New("storage: disk I/O error")
 )
 
 // Encoder renders an object's JSON once its revision is known, so that the
@@ -122,6 +131,9 @@ type Options struct {
 	// Durable makes every commit survive a power loss (synchronous=FULL);
 	// otherwise a commit survives a process kill (synchronous=NORMAL).
 	Durable bool
+	// QuotaBytes, when above 0, caps the database's size: writes that
+	// would grow it further fail with ErrNoSpace, as on a full disk.
+	QuotaBytes int64
 	// OnCommit, when set, is told how long each committed write took.
 	OnCommit func(time.Duration)
 	// OnCompact, when set, is told how long each compaction took.
@@ -159,6 +171,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	return &Store{db: db, rev: rev, opts: opts}, nil
 }
+
+// ReadOnly tells whether the database file was opened read-only (it could
+// not be written): reads are served, writes fail with ErrReadOnly.
+func (s *Store) ReadOnly() bool { return s.db.readOnly }
 
 // Close closes the database. Calls after Close fail with ErrClosed.
 func (s *Store) Close() error {

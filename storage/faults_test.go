@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bigEnc renders an object of about 8 KiB.
+func bigEnc(name string, v int) Encoder {
+	return func(rev int64) ([]byte, error) {
+		return []byte(fmt.Sprintf(`{"name":%q,"v":%d,"rev":%d,"pad":%q}`, name, v, rev, strings.Repeat("x", 8<<10))), nil
+	}
+}
+
+// A full disk (here: the quota) refuses writes with ErrNoSpace, leaves no
+// trace of them, keeps serving reads, and takes writes again once there is
+// room: after a compaction frees history, and after a restart with more.
+func TestFullStoreRefusesWritesAndRecovers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kapi.db")
+	s, err := Open(ctx, Options{Path: path, QuotaBytes: 512 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	// History that a compaction can free: one object rewritten often.
+	churn := Key{Resource: "g/things", Name: "churn"}
+	o, err := s.Create(ctx, churn, bigEnc("churn", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := 1; v <= 10; v++ {
+		if o, err = s.Update(ctx, churn, o.Rev, bigEnc("churn", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acked := map[string]int64{}
+	var full error
+	for i := 0; i < 1000 && full == nil; i++ {
+		name := fmt.Sprintf("obj-%d", i)
+		o, err := s.Create(ctx, Key{Resource: "g/things", Name: name}, bigEnc(name, i))
+		if err != nil {
+			full = err
+			break
+		}
+		acked[name] = o.Rev
+	}
+	if !errors.Is(full, ErrNoSpace) {
+		t.Fatalf("filling the store ended with %v, want ErrNoSpace", full)
+	}
+	if !strings.Contains(full.Error(), "full") {
+		t.Errorf("the error does not say what happened: %v", full)
+	}
+	before := s.CurrentRev()
+	if _, err := s.Create(ctx, Key{Resource: "g/things", Name: "one-more"}, bigEnc("one-more", 0)); !errors.Is(err, ErrNoSpace) {
+		t.Errorf("a second write on a full store: %v", err)
+	}
+	if s.CurrentRev() != before {
+		t.Errorf("a refused write moved the revision from %d to %d", before, s.CurrentRev())
+	}
+	checkAll := func(s *Store) {
+		t.Helper()
+		list, err := s.List(ctx, "g/things", ListOptions{})
+		if err != nil {
+			t.Fatalf("list on a full store: %v", err)
+		}
+		got := map[string]int64{}
+		for _, o := range list.Items {
+			got[o.Name] = o.Rev
+		}
+		for name, rev := range acked {
+			if got[name] != rev {
+				t.Errorf("%s: rev %d, want %d", name, got[name], rev)
+			}
+		}
+		if _, ok := got["one-more"]; ok {
+			t.Error("a refused write is visible")
+		}
+		if len(got) != len(acked)+1 { // + churn
+			t.Errorf("%d objects listed, want %d", len(got), len(acked)+1)
+		}
+	}
+	checkAll(s)
+
+	// Compaction drops churn's old states: room for new writes.
+	if err := s.Compact(ctx, s.CurrentRev()); err != nil {
+		t.Fatalf("compacting a full store: %v", err)
+	}
+	if o, err := s.Create(ctx, Key{Resource: "g/things", Name: "after-compaction"}, bigEnc("after-compaction", 0)); err != nil {
+		t.Fatalf("write after compaction freed space: %v", err)
+	} else {
+		acked["after-compaction"] = o.Rev
+	}
+
+	// Fill again, then restart with a larger quota.
+	for i := 0; i < 1000; i++ {
+		name := fmt.Sprintf("again-%d", i)
+		o, err := s.Create(ctx, Key{Resource: "g/things", Name: name}, bigEnc(name, i))
+		if err != nil {
+			if !errors.Is(err, ErrNoSpace) {
+				t.Fatalf("refilling: %v", err)
+			}
+			break
+		}
+		acked[name] = o.Rev
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, Options{Path: path, QuotaBytes: 4 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(s)
+	if _, err := s.Create(ctx, Key{Resource: "g/things", Name: "after-restart"}, bigEnc("after-restart", 0)); err != nil {
+		t.Fatalf("write after a restart with room: %v", err)
+	}
+}
+
+// SQLite's read-only and I/O errors are named as such.
+func TestFaultNamesReadOnly(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kapi.db")
+	s := openFile(t, path)
+	s.Close()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('x', 1)`)
+	if err = fault(err); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("a write on a read-only database: %v, want ErrReadOnly", err)
+	}
+	if fault(nil) != nil || !errors.Is(fault(ErrConflict), ErrConflict) {
+		t.Error("fault changed an error that is not SQLite's")
+	}
+}
