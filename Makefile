@@ -20,9 +20,9 @@ test: lint
 	$(GO) test -count=1 -timeout 15m ./e2e/
 
 # The fuzz targets (body decoding, patches, continue tokens, list
-# queries); `make test` runs each briefly, `make fuzz FUZZTIME=5m` longer.
+# queries and selectors, CEL compilation); `make test` runs each briefly, `make fuzz FUZZTIME=5m` longer.
 FUZZTIME ?= 30s
-FUZZ_TARGETS = FuzzDecodeBody FuzzApplyPatch FuzzContinueToken FuzzListQuery
+FUZZ_TARGETS = FuzzDecodeBody FuzzApplyPatch FuzzContinueToken FuzzListQuery FuzzCompileCEL
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \

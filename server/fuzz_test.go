@@ -1,6 +1,8 @@
 package server
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -99,5 +101,56 @@ func FuzzListQuery(f *testing.F) {
 		if code >= http.StatusInternalServerError {
 			t.Fatalf("GET ?%s: %d %s", query, code, body)
 		}
+	})
+}
+
+// FuzzCompileCEL compiles hostile CEL where kapi compiles CEL at write
+// time: a ValidatingAdmissionPolicy's validations, messageExpression,
+// matchConditions and variables, and a CRD's x-kubernetes-validations. A
+// bad expression is a field error, never a panic.
+func FuzzCompileCEL(f *testing.F) {
+	for _, seed := range []string{
+		`object.metadata.name.startsWith("a")`,
+		`self.all(x, self.all(y, x == y))`,
+		`has(object.spec) && object.spec.replicas > params.max`,
+		`variables.foo.size() < 10`,
+		`"a" + 1`,
+		`[1,2,3].map(x, x * 2).filter(y, y > 2).exists(z, z == 4)`,
+		`quantity("1Gi").isGreaterThan(quantity("1Mi"))`,
+		`(((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))`,
+		`self.matches("^(a+)+$")`,
+		`oldSelf == self`,
+		`}`,
+	} {
+		f.Add(seed)
+	}
+	vap := fuzzResource(f, "validatingadmissionpolicies")
+	crd := fuzzResource(f, "customresourcedefinitions")
+	f.Fuzz(func(t *testing.T, expr string) {
+		e, _ := json.Marshal(expr)
+		policy := fmt.Sprintf(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",
+			"metadata":{"name":"p"},"spec":{"failurePolicy":"Fail",
+			"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["namespaces"]}]},
+			"variables":[{"name":"foo","expression":%[1]s}],
+			"matchConditions":[{"name":"m","expression":%[1]s}],
+			"validations":[{"expression":%[1]s,"messageExpression":%[1]s}],
+			"auditAnnotations":[{"key":"k","valueExpression":%[1]s}]}}`, e)
+		obj, _, err := vap.Strategy.Decode("v1", []byte(policy))
+		if err != nil {
+			t.Fatalf("the policy around %s does not decode: %v", e, err)
+		}
+		vap.Strategy.Validate(t.Context(), obj)
+
+		definition := fmt.Sprintf(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+			"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
+			"names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+			"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object",
+			"properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule":%[1]s,"messageExpression":%[1]s}],
+			"properties":{"replicas":{"type":"integer"},"items":{"type":"array","items":{"type":"string"}}}}}}}}]}}`, e)
+		obj, _, err = crd.Strategy.Decode("v1", []byte(definition))
+		if err != nil {
+			t.Fatalf("the CRD around %s does not decode: %v", e, err)
+		}
+		crd.Strategy.Validate(t.Context(), obj)
 	})
 }

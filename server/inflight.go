@@ -3,9 +3,6 @@ package server
 import (
 	"net/http"
 	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // limitInflight bounds the requests served at once, as kube-apiserver's
@@ -29,14 +26,10 @@ func (s *Server) limitInflight(next http.Handler) http.Handler {
 			defer func() { <-slots }()
 			next.ServeHTTP(w, r)
 		default:
+			// kube-apiserver's answer, word for word: plain text, not a
+			// Status (clients read the code and Retry-After).
 			w.Header().Set("Retry-After", "1")
-			writeError(w, r, &apierrors.StatusError{ErrStatus: metav1.Status{
-				Status:  metav1.StatusFailure,
-				Code:    http.StatusTooManyRequests,
-				Reason:  metav1.StatusReasonTooManyRequests,
-				Message: "Too many requests, please try again later.",
-				Details: &metav1.StatusDetails{RetryAfterSeconds: 1},
-			}})
+			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 		}
 	})
 }
