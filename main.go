@@ -68,6 +68,7 @@ func serve() error {
 	maxInflight := flag.Int("max-requests-inflight", 400, "the most read-only requests served at once (watches not counted); more get 429")
 	maxMutatingInflight := flag.Int("max-mutating-requests-inflight", 200, "the most mutating requests served at once; more get 429")
 	requestTimeout := flag.Duration("request-timeout", time.Minute, "the longest a request other than a watch may take (504 after it); a request's ?timeout= may shorten it")
+	profiling := flag.Bool("profiling", true, "serve Go's CPU, heap and goroutine profiles at /debug/pprof/ (as kube-apiserver's --profiling)")
 	auditLogPath := flag.String("audit-log-path", "", "append an audit event (JSON lines, audit.k8s.io/v1, Metadata level) per API request to this file")
 	serviceResolver := flag.String("service-resolver", "", "where webhook service references go, as namespace/name:port=host:port[,...] (kapi serves no Services)")
 	storageQuota := flag.Int64("storage-quota-bytes", 0, "cap the database at this size: past it writes are refused (503) as on a full disk, reads go on; 0: no cap")
@@ -121,7 +122,7 @@ func serve() error {
 		return err
 	}
 	srvOpts := server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics,
-		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight, RequestTimeout: *requestTimeout}
+		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight, RequestTimeout: *requestTimeout, Profiling: *profiling}
 	if *auditLogPath != "" {
 		f, err := os.OpenFile(*auditLogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
@@ -93,6 +94,17 @@ func (w *Webhooks) Start(ctx context.Context) error {
 	return nil
 }
 
+// ActiveNamespace tells whether the caches hold namespace name as Active.
+// false means only that the caches cannot vouch for it (not there yet, or
+// terminating): ask the store.
+func (w *Webhooks) ActiveNamespace(name string) bool {
+	if !w.started {
+		return false
+	}
+	ns, err := w.factory.Core().V1().Namespaces().Lister().Get(name)
+	return err == nil && ns.Status.Phase == corev1.NamespaceActive
+}
+
 // Observe feeds a stored namespace, admission configuration or
 // DeviceClass (its current state, or its deletion) to the plugins' caches.
 func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
@@ -147,6 +159,16 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 		time.Sleep(time.Millisecond)
 	}
 	return fmt.Errorf("admission cache did not take %s %s", gvr.Resource, name)
+}
+
+// HasMutating tells whether any MutatingWebhookConfiguration exists: with
+// none, Admit changes nothing.
+func (w *Webhooks) HasMutating() bool {
+	if !w.started {
+		return true // unknown yet: assume there may be
+	}
+	items, err := w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Lister().List(labels.Everything())
+	return err != nil || len(items) > 0
 }
 
 // Admit runs the mutating webhooks on attr, changing its object in place.

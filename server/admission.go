@@ -302,6 +302,9 @@ func (s *Server) validateAdmission(ctx context.Context, attr admission.Attribute
 // (custom resources: pruned) and defaults apply, before the kind's own
 // validation runs, as in kube-apiserver.
 func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, attr admission.Attributes, obj *unstructured.Unstructured) error {
+	if !s.webhooks.HasMutating() {
+		return nil // nothing can change obj: spare the comparison
+	}
 	before, err := json.Marshal(obj.Object)
 	if err != nil {
 		return err

@@ -101,6 +101,11 @@ func (s *Server) admitNamespace(ctx context.Context, res *registry.Resource, nam
 	}
 	nsRes, _ := s.reg.Get("", "v1", "namespaces")
 	return admission.AdmitCreateInNamespace(ctx, func(ctx context.Context, name string) (corev1.NamespacePhase, error) {
+		// The admission caches answer for an active namespace, as kube's
+		// plugin's informer does; the store for anything else.
+		if s.webhooks.ActiveNamespace(name) {
+			return corev1.NamespaceActive, nil
+		}
 		obj, _, err := s.getObject(ctx, nsRes, "", name)
 		if err != nil {
 			return "", err

@@ -13,6 +13,7 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -83,6 +84,9 @@ type Options struct {
 	// RequestTimeout bounds every request but watches (504 after it);
 	// a request's ?timeout= may shorten it. 0 means no bound.
 	RequestTimeout time.Duration
+	// Profiling serves Go's profiles at /debug/pprof/ (kube-apiserver's
+	// --profiling).
+	Profiling bool
 }
 
 // New returns a Server over store serving the resources of reg.
@@ -148,6 +152,13 @@ func (s *Server) Handler() http.Handler {
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		r.Get(p, s.serveHealth)
 		r.Get(p+"/*", s.serveHealth)
+	}
+	if s.opts.Profiling {
+		r.HandleFunc("/debug/pprof/*", pprof.Index)
+		r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	r.Get("/api", s.serveAPIVersions)
 	r.Get("/api/", s.serveAPIVersions)

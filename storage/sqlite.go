@@ -40,6 +40,8 @@ type sqliteDB struct {
 
 	// The write path's statements, prepared once on the writer.
 	stmts writeStmts
+	// getStmt reads one object; prepared once on the reader pool.
+	getStmt *sql.Stmt
 
 	// readOnly is set when the database file could not be opened for
 	// writing: writes fail with ErrReadOnly.
@@ -68,7 +70,9 @@ func (d *sqliteDB) prepare(ctx context.Context) error {
 			return fmt.Errorf("prepare %q: %w", st.query, err)
 		}
 	}
-	return nil
+	d.getStmt, err = d.reader.PrepareContext(ctx, `SELECT o.rev, c.data FROM objects o JOIN changelog c ON c.rev = o.rev
+		WHERE o.resource = ? AND o.namespace = ? AND o.name = ?`)
+	return err
 }
 
 func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
@@ -212,8 +216,7 @@ func (d *sqliteDB) compactedRev(ctx context.Context) (int64, error) {
 func (d *sqliteDB) get(ctx context.Context, key Key) (*Object, error) {
 	var o Object
 	o.Key = key
-	err := d.reader.QueryRowContext(ctx, `SELECT o.rev, c.data FROM objects o JOIN changelog c ON c.rev = o.rev
-		WHERE o.resource = ? AND o.namespace = ? AND o.name = ?`, key.Resource, key.Namespace, key.Name).Scan(&o.Rev, &o.Data)
+	err := d.getStmt.QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).Scan(&o.Rev, &o.Data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
