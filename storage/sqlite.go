@@ -329,8 +329,76 @@ type prevState struct {
 	prevData []byte
 }
 
-// commit runs one write in one transaction: check the key's current
-// revision, write the changelog row and point objects at it.
+// write is one write of a batch and, once committed, its outcome.
+type write struct {
+	ctx         context.Context
+	key         Key
+	op          Op
+	expectedRev int64
+	enc         Encoder
+
+	rev  int64 // assigned on success
+	prev prevState
+	err  error
+	done chan struct{} // closed when the outcome is set
+}
+
+// commitBatch commits writes in their order, the first successful one at
+// revision rev+1, and returns the last revision assigned. Several writes
+// share one transaction (group commit: one WAL append, one fsync); a
+// refused write (exists, conflict...) takes no revision and leaves the
+// others alone. On any other failure the batch is retried one transaction
+// per write, so a fault fails only the writes it hits.
+func (d *sqliteDB) commitBatch(writes []*write, rev int64) int64 {
+	if len(writes) > 1 {
+		if last, ok := d.commitTogether(writes, rev); ok {
+			return last
+		}
+	}
+	for _, w := range writes {
+		w.prev, w.err = d.commit(w.ctx, w.key, w.op, w.expectedRev, rev+1, w.enc)
+		if w.err == nil {
+			rev++
+			w.rev = rev
+		}
+	}
+	return rev
+}
+
+func (d *sqliteDB) commitTogether(writes []*write, rev int64) (int64, bool) {
+	// Not a request's context: its cancellation would interrupt, and so
+	// roll back, the others' writes.
+	ctx := context.Background()
+	tx, err := d.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return rev, false
+	}
+	defer tx.Rollback()
+	next := rev
+	for _, w := range writes {
+		w.err = nil
+		if err := w.ctx.Err(); err != nil {
+			w.err = err
+			continue
+		}
+		prev, refused, err := d.apply(ctx, tx, w.key, w.op, w.expectedRev, next+1, w.enc)
+		if err != nil {
+			return rev, false
+		}
+		if refused != nil {
+			w.err = refused
+			continue
+		}
+		next++
+		w.rev, w.prev = next, prev
+	}
+	if err := tx.Commit(); err != nil {
+		return rev, false
+	}
+	return next, true
+}
+
+// commit runs one write in its own transaction.
 func (d *sqliteDB) commit(ctx context.Context, key Key, op Op, expectedRev, rev int64, enc Encoder) (prevState, error) {
 	prev, err := d.commitTx(ctx, key, op, expectedRev, rev, enc)
 	return prev, fault(err)
@@ -342,6 +410,25 @@ func (d *sqliteDB) commitTx(ctx context.Context, key Key, op Op, expectedRev, re
 		return prevState{}, err
 	}
 	defer tx.Rollback()
+	prev, refused, err := d.apply(ctx, tx, key, op, expectedRev, rev, enc)
+	if err != nil {
+		return prevState{}, err
+	}
+	if refused != nil {
+		return prevState{}, refused
+	}
+	if err := tx.Commit(); err != nil {
+		return prevState{}, err
+	}
+	return prev, nil
+}
+
+// apply makes one write inside tx: check the key's current revision,
+// write the changelog row and point objects at it. refused is why the
+// write was refused before anything was written (ErrExists, ErrNotFound,
+// ErrConflict, the encoder's error); err is a database failure, after which
+// tx must be rolled back.
+func (d *sqliteDB) apply(ctx context.Context, tx *sql.Tx, key Key, op Op, expectedRev, rev int64, enc Encoder) (prev prevState, refused, err error) {
 	var (
 		cur     int64
 		curData []byte
@@ -349,28 +436,28 @@ func (d *sqliteDB) commitTx(ctx context.Context, key Key, op Op, expectedRev, re
 	err = tx.StmtContext(ctx, d.stmts.current).QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).Scan(&cur, &curData)
 	exists := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return prevState{}, err
+		return prevState{}, nil, err
 	}
 	switch op {
 	case OpAdded:
 		if exists {
-			return prevState{}, ErrExists
+			return prevState{}, ErrExists, nil
 		}
 	default:
 		if !exists {
-			return prevState{}, ErrNotFound
+			return prevState{}, ErrNotFound, nil
 		}
 		if expectedRev >= 0 && cur != expectedRev {
-			return prevState{}, ErrConflict
+			return prevState{}, ErrConflict, nil
 		}
 	}
-	data, err := enc(rev)
-	if err != nil {
-		return prevState{}, err
+	data, encErr := enc(rev)
+	if encErr != nil {
+		return prevState{}, encErr, nil
 	}
 	if _, err := tx.StmtContext(ctx, d.stmts.insertChange).ExecContext(ctx,
 		rev, key.Resource, key.Namespace, key.Name, int(op), cur, time.Now().UnixMilli(), data); err != nil {
-		return prevState{}, err
+		return prevState{}, nil, err
 	}
 	switch op {
 	case OpAdded:
@@ -381,12 +468,9 @@ func (d *sqliteDB) commitTx(ctx context.Context, key Key, op Op, expectedRev, re
 		_, err = tx.StmtContext(ctx, d.stmts.deleteObject).ExecContext(ctx, key.Resource, key.Namespace, key.Name)
 	}
 	if err != nil {
-		return prevState{}, err
+		return prevState{}, nil, err
 	}
-	if err := tx.Commit(); err != nil {
-		return prevState{}, err
-	}
-	return prevState{data: data, prevRev: cur, prevData: curData}, nil
+	return prevState{data: data, prevRev: cur, prevData: curData}, nil, nil
 }
 
 func (d *sqliteDB) compact(ctx context.Context, rev int64) error {

@@ -117,6 +117,11 @@ type Store struct {
 	writeMu sync.Mutex
 	rev     int64 // last committed revision, guarded by writeMu
 
+	// pending are the writes waiting for the writer lock; the next holder
+	// commits them all together.
+	pendingMu sync.Mutex
+	pending   []*write
+
 	subsMu sync.RWMutex
 	subs   map[int]func(Event)
 	nextID int
@@ -280,24 +285,56 @@ func (s *Store) Delete(ctx context.Context, key Key, expectedRev int64, enc Enco
 }
 
 func (s *Store) write(ctx context.Context, key Key, op Op, expectedRev int64, enc Encoder) (*Object, error) {
+	w := &write{ctx: ctx, key: key, op: op, expectedRev: expectedRev, enc: enc, done: make(chan struct{})}
+	s.pendingMu.Lock()
+	s.pending = append(s.pending, w)
+	s.pendingMu.Unlock()
+	// Group commit: whoever holds the writer lock commits every write
+	// queued meanwhile in one batch. A write queued before this one took
+	// the lock is either done already or in the batch taken now.
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	select {
+	case <-w.done:
+	default:
+		s.pendingMu.Lock()
+		batch := s.pending
+		s.pending = nil
+		s.pendingMu.Unlock()
+		s.commitBatch(batch)
+	}
+	s.writeMu.Unlock()
+	if w.err != nil {
+		return nil, w.err
+	}
+	return &Object{Key: key, Rev: w.rev, Data: w.prev.data}, nil
+}
+
+// commitBatch commits a batch of writes and publishes their events, in
+// revision order. Called with writeMu held.
+func (s *Store) commitBatch(batch []*write) {
+	defer func() {
+		for _, w := range batch {
+			close(w.done)
+		}
+	}()
 	if s.closed.Load() {
-		return nil, ErrClosed
+		for _, w := range batch {
+			w.err = ErrClosed
+		}
+		return
 	}
-	rev := s.rev + 1
 	start := time.Now()
-	prev, err := s.db.commit(ctx, key, op, expectedRev, rev, enc)
-	if err != nil {
-		return nil, err
+	s.rev = s.db.commitBatch(batch, s.rev)
+	took := time.Since(start)
+	for _, w := range batch {
+		if w.err != nil {
+			continue
+		}
+		if s.opts.OnCommit != nil {
+			s.opts.OnCommit(took)
+		}
+		s.publish(Event{Op: w.op, Object: Object{Key: w.key, Rev: w.rev, Data: w.prev.data}, PrevRev: w.prev.prevRev, PrevData: w.prev.prevData})
 	}
-	if s.opts.OnCommit != nil {
-		s.opts.OnCommit(time.Since(start))
-	}
-	s.rev = rev
-	obj := Object{Key: key, Rev: rev, Data: prev.data}
-	s.publish(Event{Op: op, Object: obj, PrevRev: prev.prevRev, PrevData: prev.prevData})
-	return &obj, nil
 }
 
 // Compact removes history older than rev: afterwards the state as of any
