@@ -59,7 +59,7 @@ func serve() error {
 	dataDir := flag.String("data-dir", "./kapi-data", "directory of the SQLite database (and the default kubeconfig)")
 	inMemory := flag.Bool("in-memory", false, "keep every object in memory only: a throwaway store")
 	kubeconfigOut := flag.String("kubeconfig-out", "", "where to write a kubeconfig for this server (default <data-dir>/kubeconfig)")
-	syncMode := flag.String("sync", "full", "full: an acknowledged write survives a power loss (fsync on every commit); normal: it survives a crash of kapi")
+	syncMode := flag.String("sync", "normal", "normal: an acknowledged write survives a crash or kill -9 of kapi; full: it survives a power loss too (an fsync per commit, shared by the writes committed together)")
 	shutdownTimeout := flag.Duration("shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 	verbosity := flag.Int("v", 0, "log verbosity: 0 info, 1 and more debug")
 	compactionInterval := flag.Duration("compaction-interval", 5*time.Minute, "how often old changelog history is compacted")
