@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// startup: five fresh kapis, each timed from exec to the first 200 on
+// /readyz, then from POSTing the Widget CRD to the first Widget created.
+func (b *bench) startup() error {
+	const runs = 5
+	var ready, crdToCR, startToCR []time.Duration
+	for i := 0; i < runs; i++ {
+		k, err := startKapi(b.bin, b.tmp, kapiArgs(b.sync)...)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := withTimeout(time.Minute)
+		d, err := installCRD(ctx, k, "default")
+		firstCR := time.Now()
+		cancel()
+		if err := errors.Join(err, k.Stop()); err != nil {
+			return err
+		}
+		ready = append(ready, k.Ready.Sub(k.Started))
+		crdToCR = append(crdToCR, d)
+		startToCR = append(startToCR, firstCR.Sub(k.Started))
+	}
+	b.r.atMost("start → /readyz 200 (median of 5 starts)", median(ready), "ms", 50)
+	b.r.atMost("POST CRD → first custom resource created (median of 5)", median(crdToCR), "ms", 50)
+	b.r.add("start → first custom resource created (median of 5)", median(startToCR), "ms")
+	return nil
+}
+
+// mainPhase is one kapi: idle memory with the CRD, then the objects'
+// creates, reads, lists, updates, patches, applies, a watch run and the
+// deletes, in that order.
+func (b *bench) mainPhase() (err error) {
+	k, err := startKapi(b.bin, b.tmp, kapiArgs(b.sync)...)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, k.Stop()) }()
+	ctx, cancel := withTimeout(8 * time.Minute)
+	defer cancel()
+	const ns = "default"
+	if _, err := installCRD(ctx, k, ns); err != nil {
+		return err
+	}
+	if err := k.deleteWidget(ctx, ns, "first"); err != nil {
+		return err
+	}
+	// Let start-up garbage be collected before the idle figure.
+	time.Sleep(2 * time.Second)
+	if rss, err := k.RSSMiB(); b.r.check("RSS idle", err) {
+		b.r.atMost("RSS idle, CRD installed, no objects", rss, "MiB", 30)
+	}
+
+	n := b.objects
+	objects := thousands(n)
+	name := func(i int) string { return fmt.Sprintf("w-%05d", i) }
+	labels := func(i int) map[string]string {
+		if i%100 == 0 {
+			return map[string]string{sampleLabel: "yes"}
+		}
+		return nil
+	}
+	// The resourceVersion of each object's create, for its update.
+	rvs := make([]string, n)
+	create := func(i int) error {
+		obj, err := k.createWidget(ctx, ns, name(i), labels(i))
+		if err != nil {
+			return err
+		}
+		rvs[i], err = resourceVersionOf(obj)
+		return err
+	}
+	// The first fifth with one client, the rest with 32.
+	n1 := n / 5
+	res := runLoad(k, n1, 1, 0, create)
+	b.r.load(fmt.Sprintf("create, 1 client (%s objects)", thousands(n1)), res, loadTargets{MinPerSec: 1500, MaxCPUPerOpMs: 0.4})
+	b.create1 = res.PerSec()
+	res = runLoad(k, n-n1, 32, 0, func(i int) error { return create(n1 + i) })
+	b.r.load(fmt.Sprintf("create, 32 clients (%s objects)", thousands(n-n1)), res, loadTargets{MinPerSec: 3000, MaxCPUPerOpMs: 0.4})
+	b.create32 = res.PerSec()
+
+	time.Sleep(time.Second)
+	if rss, err := k.RSSMiB(); b.r.check("RSS after the creates", err) {
+		b.r.atMost("RSS after "+objects+" objects", rss, "MiB", 150)
+	}
+	if size, wal, err := k.DataDirMiB(); b.r.check("data-dir size after the creates", err) {
+		b.r.atMost("data-dir size after "+objects+" creates", size, "MiB", 40)
+		b.r.add("data-dir size after "+objects+" creates: of which the -wal file", wal, "MiB")
+	}
+	if obj, err := k.getWidget(ctx, ns, name(1)); b.r.check("GET one object", err) {
+		b.storedObject = obj
+	}
+
+	// Reads: every reader asks for objects spread over all n.
+	res = runLoad(k, 1<<30, 32, 5*time.Second, func(i int) error {
+		_, err := k.getWidget(ctx, ns, name(i*7919%n))
+		return err
+	})
+	b.r.load("GET by name, 32 readers (5 s)", res, loadTargets{MinPerSec: 8000})
+
+	b.lists(ctx, k, ns, n)
+
+	// Writes to existing objects, 32 clients on distinct objects.
+	res = runLoad(k, n, 32, 0, func(i int) error {
+		_, err := k.updateWidget(ctx, ns, name(i), rvs[i], 2, labels(i))
+		return err
+	})
+	b.r.load(fmt.Sprintf("update (PUT with resourceVersion), 32 clients (%s objects)", objects), res, loadTargets{})
+	if size, wal, err := k.DataDirMiB(); b.r.check("data-dir size after the updates", err) {
+		b.r.atMost("data-dir size after "+objects+" creates and one update of each", size, "MiB", 40)
+		b.r.add("data-dir size after "+objects+" creates and one update of each: of which the -wal file", wal, "MiB")
+	}
+	res = runLoad(k, n, 32, 5*time.Second, func(i int) error {
+		_, err := k.mergePatchWidget(ctx, ns, name(i), 3)
+		return err
+	})
+	b.r.load("merge patch, 32 clients (5 s)", res, loadTargets{})
+	res = runLoad(k, n, 32, 5*time.Second, func(i int) error {
+		_, err := k.applyWidget(ctx, ns, name(i), 4)
+		return err
+	})
+	b.r.load("server-side apply (force), 32 clients (5 s)", res, loadTargets{})
+
+	if err := b.watch(ctx, k); err != nil {
+		b.r.fail("watch", err)
+	}
+
+	res = runLoad(k, n, 32, 0, func(i int) error { return k.deleteWidget(ctx, ns, name(i)) })
+	b.r.load(fmt.Sprintf("delete, 32 clients (%s objects)", objects), res, loadTargets{})
+	return nil // Stop, deferred, reports a kapi that exited
+}
+
+// lists times LIST requests over the n objects of ns: all in one
+// request, in pages of 500, and with a label selector matching 1%. Each
+// is the median of 3; the time is until the whole body is read (decoding
+// it is the client's cost, not counted).
+func (b *bench) lists(ctx context.Context, k *kapiProc, ns string, n int) {
+	objects := thousands(n)
+	// list runs the requests of one LIST and returns their total time and
+	// the number of items.
+	list := func(limit int64, selector string) (time.Duration, int, error) {
+		var total time.Duration
+		items, cont := 0, ""
+		for {
+			t0 := time.Now()
+			body, err := k.listWidgets(ctx, ns, limit, cont, selector)
+			total += time.Since(t0)
+			if err != nil {
+				return 0, 0, err
+			}
+			var page listPage
+			if err := json.Unmarshal(body, &page); err != nil {
+				return 0, 0, err
+			}
+			items += len(page.Items)
+			if cont = page.Metadata.Continue; cont == "" {
+				return total, items, nil
+			}
+			if limit == 0 {
+				return 0, 0, errors.New("a continue token on a LIST without limit")
+			}
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		limit    int64
+		selector string
+		want     int
+		target   float64
+	}{
+		{"LIST " + objects + " objects, one request (median of 3)", 0, "", n, 0.2},
+		{"LIST " + objects + " objects, pages of 500, all pages (median of 3)", 500, "", n, 0.6},
+		{"LIST with a label selector matching 1% (median of 3)", 0, sampleLabel + "=yes", n / 100, 0},
+	} {
+		var times []time.Duration
+		var err error
+		for rep := 0; rep < 3 && err == nil; rep++ {
+			var d time.Duration
+			var items int
+			d, items, err = list(c.limit, c.selector)
+			if err == nil && items != c.want {
+				err = fmt.Errorf("got %d items, want %d", items, c.want)
+			}
+			times = append(times, d)
+		}
+		if !b.r.check(c.name, err) {
+			continue
+		}
+		if c.target > 0 {
+			b.r.atMost(c.name, median(times)/1000, "s", c.target)
+		} else {
+			b.r.add(c.name, median(times)/1000, "s")
+		}
+	}
+}
+
+// freshCreates: the 32-client create figure on a fresh kapi in each
+// --sync mode.
+func (b *bench) freshCreates() error {
+	n := b.objects / 2
+	var errs []error
+	for _, mode := range []string{"full", "normal"} {
+		err := func() (err error) {
+			k, err := startKapi(b.bin, b.tmp, kapiArgs(mode)...)
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, k.Stop()) }()
+			ctx, cancel := withTimeout(3 * time.Minute)
+			defer cancel()
+			if _, err := installCRD(ctx, k, "default"); err != nil {
+				return err
+			}
+			res := runLoad(k, n, 32, 0, func(i int) error {
+				_, err := k.createWidget(ctx, "default", fmt.Sprintf("w-%05d", i), nil)
+				return err
+			})
+			targets := loadTargets{}
+			if mode == "full" {
+				targets.MinPerSec = 2000
+			}
+			b.r.load(fmt.Sprintf("create, 32 clients, fresh kapi --sync=%s (%s objects)", mode, thousands(n)), res, targets)
+			b.fresh32[mode] = res.PerSec()
+			return nil
+		}()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--sync=%s: %w", mode, err))
+		}
+	}
+	return errors.Join(errs...)
+}
