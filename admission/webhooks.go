@@ -84,15 +84,28 @@ func (w *Webhooks) Start(ctx context.Context) error {
 	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()
 	w.factory.Resource().V1beta2().DeviceClasses().Informer()
 	w.factory.Start(ctx.Done())
-	synced := w.factory.WaitForCacheSync(ctx.Done())
-	w.started = true
-	for typ, ok := range synced {
-		if !ok {
-			return fmt.Errorf("admission cache of %v did not sync", typ)
+	// The factory's own WaitForCacheSync polls every 100 ms, a start-up
+	// delay as long as the rest of kapi's start: poll every millisecond.
+	for {
+		synced, ready := w.factory.WaitForCacheSync(expired), true
+		for _, ok := range synced {
+			ready = ready && ok
+		}
+		if ready {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("admission caches did not sync: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
 		}
 	}
+	w.started = true
 	return nil
 }
+
+// expired is a closed channel: WaitForCacheSync on it reports at once.
+var expired = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // ActiveNamespace tells whether the caches hold namespace name as Active.
 // false means only that the caches cannot vouch for it (not there yet, or
