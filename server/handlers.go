@@ -226,16 +226,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		}
 		writeObject(w, r, out, http.StatusOK, list)
 	default:
-		list := map[string]interface{}{
-			"apiVersion": schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(),
-			"kind":       req.res.ListKind,
-			"metadata":   listMeta,
+		list, err := encodeList(schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(), req.res.ListKind, listMeta, items)
+		if err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
 		}
-		objs := make([]interface{}, len(items))
-		for i, obj := range items {
-			objs[i] = obj.Object
-		}
-		list["items"] = objs
 		writeObject(w, r, out, http.StatusOK, list)
 	}
 }
@@ -300,13 +295,12 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namesp
 		}
 		return nil, metav1.ListMeta{}, storageError(err, res, "")
 	}
-	items := make([]*unstructured.Unstructured, 0, len(result.Items))
-	for _, o := range result.Items {
-		u, err := decodeStored(o)
-		if err != nil {
-			return nil, metav1.ListMeta{}, apierrors.NewInternalError(err)
-		}
-		items = append(items, u)
+	items := make([]*unstructured.Unstructured, len(result.Items))
+	if err := onEveryCore(len(items), func(i int) (err error) {
+		items[i], err = decodeStored(result.Items[i])
+		return err
+	}); err != nil {
+		return nil, metav1.ListMeta{}, apierrors.NewInternalError(err)
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.Rev, 10)}
 	if result.More && len(result.Items) > 0 {

@@ -115,14 +115,20 @@ func pretty(r *http.Request) bool {
 
 // writeObject writes obj with code in the negotiated encoding.
 func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, obj any) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		writeError(w, r, apierrors.NewInternalError(err))
-		return
+	var data []byte
+	if raw, ok := obj.(json.RawMessage); ok {
+		data = raw // encoded already (a list): spare json.Marshal's re-scan
+	} else {
+		var err error
+		if data, err = json.Marshal(obj); err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
 	}
 	contentType := "application/json"
 	switch {
 	case out.yaml:
+		var err error
 		if data, err = yaml.JSONToYAML(data); err != nil {
 			writeError(w, r, apierrors.NewInternalError(err))
 			return
