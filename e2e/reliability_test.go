@@ -364,25 +364,7 @@ func (c relCount429) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestOverloadAnswers429ThenRecovers(t *testing.T) {
 	t.Parallel()
 	k := startKapi(t, "--in-memory", "--max-mutating-requests-inflight=2", "--max-requests-inflight=20")
-	hs := startHookServer(t, "localhost")
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	releaseHook := func() { releaseOnce.Do(func() { close(release) }) }
-	// Registered after the webhook server's cleanup, so it runs first.
-	t.Cleanup(releaseHook)
-	hs.handle("/slow", func(c *hookCall) *admissionv1.AdmissionResponse {
-		select {
-		case <-release:
-		case <-c.Ctx.Done():
-		}
-		return nil
-	})
-	slow := vhook("slow.example.com", hs.clientConfig("/slow"), deviceClassRule(opCreate))
-	slow.ObjectSelector = labelSelector("slow", "true")
-	slow.TimeoutSeconds = ptrTo(int32(10))
-	fail := admissionregistrationv1.Fail
-	slow.FailurePolicy = &fail
-	createVWC(t, k, hs, "slow", slow)
+	hs, releaseHook := holdingWebhook(t, k, "slow")
 
 	dcs := collectionPath(gvrDevClasses)
 	mustCode(t, "create existing", k.do(t, "POST", dcs, deviceClassJSON("existing", nil)), http.StatusCreated)
@@ -815,6 +797,32 @@ func TestLimits(t *testing.T) {
 	})
 }
 
+// holdingWebhook registers a validating webhook that holds every create of
+// a DeviceClass labelled <name>=true until release is called (or the test
+// ends): a request that stays in flight as long as a test needs.
+func holdingWebhook(t *testing.T, k *kapi, name string) (hs *hookServer, release func()) {
+	hs = startHookServer(t, "localhost")
+	held := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	// Registered after the webhook server's cleanup, so it runs first.
+	t.Cleanup(release)
+	hs.handle("/"+name, func(c *hookCall) *admissionv1.AdmissionResponse {
+		select {
+		case <-held:
+		case <-c.Ctx.Done():
+		}
+		return nil
+	})
+	hook := vhook(name+".example.com", hs.clientConfig("/"+name), deviceClassRule(opCreate))
+	hook.ObjectSelector = labelSelector(name, "true")
+	hook.TimeoutSeconds = ptrTo(int32(10))
+	fail := admissionregistrationv1.Fail
+	hook.FailurePolicy = &fail
+	createVWC(t, k, hs, name, hook)
+	return hs, release
+}
+
 // Every request but a watch has a deadline: --request-timeout, or the
 // request's shorter ?timeout=. Past it the client gets 504 Timeout at once,
 // whatever the handler is waiting for (here, a webhook that does not
@@ -822,22 +830,7 @@ func TestLimits(t *testing.T) {
 func TestRequestTimeout(t *testing.T) {
 	t.Parallel()
 	k := startKapi(t, "--in-memory", "--request-timeout=2s")
-	hs := startHookServer(t, "localhost")
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // runs before the hook server's cleanup
-	hs.handle("/stuck", func(c *hookCall) *admissionv1.AdmissionResponse {
-		select {
-		case <-release:
-		case <-c.Ctx.Done():
-		}
-		return nil
-	})
-	stuck := vhook("stuck.example.com", hs.clientConfig("/stuck"), deviceClassRule(opCreate))
-	stuck.ObjectSelector = labelSelector("stuck", "true")
-	stuck.TimeoutSeconds = ptrTo(int32(10))
-	fail := admissionregistrationv1.Fail
-	stuck.FailurePolicy = &fail
-	createVWC(t, k, hs, "stuck", stuck)
+	holdingWebhook(t, k, "stuck")
 
 	// A watch opened now must outlive the 2 s bound.
 	w, err := k.Client.CoreV1().Namespaces().Watch(ctxT(t), metav1.ListOptions{ResourceVersion: "0", TimeoutSeconds: ptrTo(int64(30))})
