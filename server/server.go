@@ -58,6 +58,9 @@ type Server struct {
 	openapiDocs map[string][]byte
 	openapiGen  int64
 	auditMu     sync.Mutex
+	// published shares the decoding and encoding of a write among the
+	// watchers it is fanned out to.
+	published lastPublished
 	// started is set once the controllers and admission caches run.
 	started atomic.Bool
 	// stopping is closed when the server begins to shut down; long-running

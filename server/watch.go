@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,14 +9,18 @@ import (
 	"math/rand"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
 
@@ -77,8 +82,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	defer cancel()
 
 	// Subscribe before reading the start state, so no write falls between.
-	// Pointers keep an idle watcher's buffer small.
-	events := make(chan *storage.Event, watchBuffer)
+	// Pointers keep an idle watcher's buffer small; the event they point
+	// at is shared with the other watchers of the write.
+	events := make(chan *sharedEvent, watchBuffer)
 	overflow := make(chan struct{})
 	resource := req.res.StorageResource()
 	subRev, unsubscribe := s.store.SubscribeAt(func(ev storage.Event) {
@@ -86,7 +92,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 			return
 		}
 		select {
-		case events <- &ev:
+		case events <- s.published.share(ev):
 		default:
 			select {
 			case <-overflow:
@@ -113,13 +119,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	defer func() { close(done); <-unblocked }()
 
 	defer s.opts.Metrics.watchStarted(req)()
-	ww := &watchWriter{s: s, w: w, r: r, flusher: flusher, req: req, out: out, sel: sel}
+	ww := newWatchWriter(s, w, r, flusher, req, out, sel)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
 	last, err := s.watchStart(ctx, ww, opts, subRev)
+	if errors.Is(err, errWatchEnded) {
+		return
+	}
 	if err != nil {
 		ww.sendError(err)
 		return
@@ -145,16 +154,20 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 				return
 			}
 		case ev := <-events:
-			if ev.Object.Rev <= last {
+			if ev.ev.Object.Rev <= last {
 				continue
 			}
-			last = ev.Object.Rev
-			if !ww.change(*ev) {
+			last = ev.ev.Object.Rev
+			if !ww.change(ev) {
 				return
 			}
 		}
 	}
 }
+
+// errWatchEnded: the stream is over (the client left, or an event could
+// not be sent and an ERROR event said so); nothing more is to be written.
+var errWatchEnded = errors.New("the watch ended")
 
 // watchStart sends what precedes the live events: the current state as
 // ADDED events, or the changes after the requested resourceVersion. It
@@ -178,13 +191,13 @@ func (s *Server) watchStart(ctx context.Context, ww *watchWriter, opts *metainte
 		}
 		for _, obj := range items {
 			if !ww.send("ADDED", obj) {
-				return 0, ctx.Err()
+				return 0, errWatchEnded
 			}
 		}
 		rev, _ := strconv.ParseInt(lm.ResourceVersion, 10, 64)
 		if opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks {
 			if !ww.bookmark(rev, true) {
-				return 0, ctx.Err()
+				return 0, errWatchEnded
 			}
 		}
 		return rev, nil
@@ -211,8 +224,9 @@ func (s *Server) watchStart(ctx context.Context, ww *watchWriter, opts *metainte
 				return from, nil
 			}
 			from = ev.Object.Rev
-			if !ww.change(ev) {
-				return 0, ctx.Err()
+			// A replayed event is this watcher's own: not shared.
+			if !ww.change(newSharedEvent(ev)) {
+				return 0, errWatchEnded
 			}
 		}
 	}
@@ -228,66 +242,269 @@ type watchWriter struct {
 	req     *resourceRequest
 	out     output
 	sel     *selection
+	// shape is the form this watcher's objects take, for sharing their
+	// encoding with the other watchers of an event; shareable is false when
+	// the form cannot be shared (invalid table options: each watcher then
+	// fails on its own, as before).
+	shape     watchShape
+	shareable bool
+	// buf is reused for the frames of the events.
+	buf []byte
+}
+
+func newWatchWriter(s *Server, w http.ResponseWriter, r *http.Request, flusher http.Flusher, req *resourceRequest, out output, sel *selection) *watchWriter {
+	ww := &watchWriter{s: s, w: w, r: r, flusher: flusher, req: req, out: out, sel: sel, shareable: true}
+	ww.shape = watchShape{res: req.res, version: req.version, as: out.as, asVersion: out.version}
+	if out.as == "Table" {
+		// What s.table reads from the request: the only part of it that
+		// shapes a Table beyond the fields above.
+		var opts metav1.TableOptions
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+			ww.shareable = false
+		} else if errs := metav1validation.ValidateTableOptions(&opts); len(errs) > 0 {
+			ww.shareable = false
+		}
+		ww.shape.noHeaders, ww.shape.includeObject = opts.NoHeaders, opts.IncludeObject
+	}
+	return ww
+}
+
+// watchShape is everything that decides how an object is rendered for a
+// watcher: the resource (its strategy converts, its printer makes Tables),
+// the requested version, and the negotiated output form. Watchers with the
+// same shape get the same bytes for the same object.
+type watchShape struct {
+	res           *registry.Resource
+	version       string
+	as, asVersion string
+	noHeaders     bool
+	includeObject metav1.IncludeObjectPolicy
+}
+
+// sharedEvent is one committed write as every watcher of it sees it. Its
+// decoded states and its renderings are computed once, by the first
+// watcher that needs them, and reused by the others: a write costs one
+// decode and one encode per shape instead of one per watcher. Everything
+// it hands out is read-only: the decoded objects are only matched against
+// selectors, and renderings start from a deep copy.
+type sharedEvent struct {
+	ev storage.Event
+
+	objOnce sync.Once
+	obj     *unstructured.Unstructured
+	objErr  error
+
+	oldOnce sync.Once
+	old     *unstructured.Unstructured
+
+	mu      sync.Mutex
+	renders map[renderKey]*rendering
+}
+
+// renderKey names one rendering of an event: its new state (its final
+// one for a deletion) or its previous state, in one shape.
+type renderKey struct {
+	shape watchShape
+	old   bool
+}
+
+// rendering is the JSON of an event's object in one shape, or the error
+// that rendering it gave.
+type rendering struct {
+	once sync.Once
+	data []byte
+	err  error
+}
+
+func newSharedEvent(ev storage.Event) *sharedEvent {
+	return &sharedEvent{ev: ev}
+}
+
+// lastPublished is the shared form of the latest write fanned out to the
+// watchers. The store hands a write to all its subscribers in turn, before
+// the next write (under its writer lock), so the first watcher of a write
+// puts it here and the others of the same write find it: one sharedEvent
+// per write, with no cache to bound (only the latest is kept). The match is
+// on the event's whole content, so a shared event is always one equal to
+// the watcher's own; bytes.Equal returns at once on the Data slice the
+// store gives every subscriber.
+type lastPublished struct {
+	mu sync.Mutex
+	ev *sharedEvent
+}
+
+func (p *lastPublished) share(ev storage.Event) *sharedEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if se := p.ev; se != nil && sameEvent(se.ev, ev) {
+		return se
+	}
+	se := newSharedEvent(ev)
+	p.ev = se
+	return se
+}
+
+func sameEvent(a, b storage.Event) bool {
+	return a.Op == b.Op && a.Object.Key == b.Object.Key && a.Object.Rev == b.Object.Rev && a.PrevRev == b.PrevRev &&
+		(a.Object.Data == nil) == (b.Object.Data == nil) && bytes.Equal(a.Object.Data, b.Object.Data) &&
+		(a.PrevData == nil) == (b.PrevData == nil) && bytes.Equal(a.PrevData, b.PrevData)
+}
+
+// object is the event's object, decoded once; callers must not modify it.
+func (se *sharedEvent) object() (*unstructured.Unstructured, error) {
+	se.objOnce.Do(func() {
+		se.obj, se.objErr = decodeStored(&se.ev.Object)
+	})
+	return se.obj, se.objErr
+}
+
+// previous is the object's previous state (nil if none, or not
+// decodable), decoded once; callers must not modify it.
+func (se *sharedEvent) previous() *unstructured.Unstructured {
+	se.oldOnce.Do(func() {
+		if se.ev.PrevData != nil && se.ev.Op != storage.OpAdded {
+			se.old, _ = decodeStored(&storage.Object{Key: se.ev.Object.Key, Data: se.ev.PrevData})
+		}
+	})
+	return se.old
+}
+
+// render returns the JSON of the event's object (old: its previous state)
+// as ww's shape renders it, computing it once per shape. A deletion and a
+// previous state carry the event's revision, as kube-apiserver sends them.
+func (se *sharedEvent) render(ww *watchWriter, old bool) ([]byte, error) {
+	encode := func() ([]byte, error) {
+		src, err := se.object()
+		if old {
+			src, err = se.previous(), nil
+		}
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if src == nil {
+			return nil, apierrors.NewInternalError(errors.New("the event has no previous state"))
+		}
+		// Convert works in place: on a copy, the shared object stays as is.
+		obj := src.DeepCopy()
+		if old || se.ev.Op == storage.OpDeleted {
+			obj.SetResourceVersion(strconv.FormatInt(se.ev.Object.Rev, 10))
+		}
+		return ww.encode(obj)
+	}
+	if !ww.shareable {
+		return encode()
+	}
+	key := renderKey{shape: ww.shape, old: old}
+	se.mu.Lock()
+	if se.renders == nil {
+		se.renders = map[renderKey]*rendering{}
+	}
+	rd := se.renders[key]
+	if rd == nil {
+		rd = &rendering{}
+		se.renders[key] = rd
+	}
+	se.mu.Unlock()
+	rd.once.Do(func() {
+		// Should encode panic, the watchers that wait on it fail too.
+		rd.err = apierrors.NewInternalError(errors.New("rendering the event failed"))
+		rd.data, rd.err = encode()
+	})
+	return rd.data, rd.err
 }
 
 // change sends a committed write as the event this watcher sees: a change
 // that moves an object into or out of the selection is ADDED or DELETED.
-func (ww *watchWriter) change(ev storage.Event) bool {
+func (ww *watchWriter) change(se *sharedEvent) bool {
+	ev := &se.ev
 	if ww.req.namespace != "" && ev.Object.Namespace != ww.req.namespace {
 		return true
 	}
-	obj, err := decodeStored(&ev.Object)
+	obj, err := se.object()
 	if err != nil {
 		return ww.sendError(apierrors.NewInternalError(err))
 	}
-	matches := ww.sel.matches(obj)
-	var old *unstructured.Unstructured
-	if ev.PrevData != nil && ev.Op != storage.OpAdded {
-		old, _ = decodeStored(&storage.Object{Key: ev.Object.Key, Data: ev.PrevData})
-	}
-	oldMatches := old != nil && ww.sel.matches(old)
+	// An empty selection matches everything: no need to look.
+	all := ww.sel.empty()
+	matches := all || ww.sel.matches(obj)
+	old := se.previous()
+	oldMatches := old != nil && (all || ww.sel.matches(old))
 	switch ev.Op {
 	case storage.OpAdded:
 		if matches {
-			return ww.send("ADDED", obj)
+			return ww.sendShared("ADDED", se, false)
 		}
 	case storage.OpModified:
 		switch {
 		case matches && oldMatches:
-			return ww.send("MODIFIED", obj)
+			return ww.sendShared("MODIFIED", se, false)
 		case matches:
-			return ww.send("ADDED", obj)
+			return ww.sendShared("ADDED", se, false)
 		case oldMatches:
 			// As kube-apiserver: the previous content, at this revision.
-			old.SetResourceVersion(strconv.FormatInt(ev.Object.Rev, 10))
-			return ww.send("DELETED", old)
+			return ww.sendShared("DELETED", se, true)
 		}
 	case storage.OpDeleted:
 		if matches || oldMatches {
-			obj.SetResourceVersion(strconv.FormatInt(ev.Object.Rev, 10))
-			return ww.send("DELETED", obj)
+			// The final content, at this revision.
+			return ww.sendShared("DELETED", se, false)
 		}
 	}
 	return true
 }
 
-func (ww *watchWriter) send(typ string, obj *unstructured.Unstructured) bool {
-	if err := ww.req.res.Strategy.Convert(obj, ww.req.version); err != nil {
+// sendShared sends an event whose object is rendered once for all the
+// watchers of the same shape.
+func (ww *watchWriter) sendShared(typ string, se *sharedEvent, old bool) bool {
+	data, err := se.render(ww, old)
+	if err != nil {
 		return ww.sendError(err)
+	}
+	ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind).Inc()
+	return ww.writeObjectEvent(typ, data)
+}
+
+// send sends an event of an object the watcher owns (converted in place).
+func (ww *watchWriter) send(typ string, obj *unstructured.Unstructured) bool {
+	data, err := ww.encode(obj)
+	if err != nil {
+		return ww.sendError(err)
+	}
+	ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind).Inc()
+	return ww.writeObjectEvent(typ, data)
+}
+
+// encode renders obj, which it converts in place, as the watcher's
+// requested version and form.
+func (ww *watchWriter) encode(obj *unstructured.Unstructured) ([]byte, error) {
+	if err := ww.req.res.Strategy.Convert(obj, ww.req.version); err != nil {
+		return nil, err
 	}
 	var payload any = obj.Object
 	switch ww.out.as {
 	case "Table":
 		t, err := ww.s.table(ww.r, ww.req, ww.out.version, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
 		if err != nil {
-			return ww.sendError(err)
+			return nil, err
 		}
 		payload = t
 	case "PartialObjectMetadata":
 		payload = partialMetadata(obj, ww.out.version)
 	}
-	ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind).Inc()
-	return ww.write(watchEvent{Type: typ, Object: payload})
+	return json.Marshal(payload)
+}
+
+// writeObjectEvent writes the frame of an event of type typ (one of
+// ADDED, MODIFIED, DELETED: nothing to escape) around the object's JSON,
+// byte for byte what json.Marshal(watchEvent{typ, object}) gives.
+func (ww *watchWriter) writeObjectEvent(typ string, object []byte) bool {
+	buf := append(ww.buf[:0], `{"type":"`...)
+	buf = append(buf, typ...)
+	buf = append(buf, `","object":`...)
+	buf = append(buf, object...)
+	buf = append(buf, "}\n"...)
+	ww.buf = buf
+	return ww.writeFrame(buf)
 }
 
 // bookmark sends a BOOKMARK carrying only the resourceVersion.
@@ -315,7 +532,10 @@ func (ww *watchWriter) write(ev watchEvent) bool {
 	if err != nil {
 		return false
 	}
-	data = append(data, '\n')
+	return ww.writeFrame(append(data, '\n'))
+}
+
+func (ww *watchWriter) writeFrame(data []byte) bool {
 	if _, err := ww.w.Write(data); err != nil {
 		return false
 	}
