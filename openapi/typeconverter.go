@@ -1,15 +1,51 @@
 package openapi
 
 import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v4/typed"
 )
 
 // BuiltinTypeConverter converts objects of the built-in kinds to and from
 // structured-merge-diff values, as server-side apply needs, by the same
 // generated definitions kapi publishes (list types, map keys, atomic
 // structs), each kind's marked with its group, version and kind.
-func BuiltinTypeConverter(kinds []Kind) (managedfields.TypeConverter, error) {
+//
+// Building it takes milliseconds (every built-in definition): it starts in
+// the background and the first conversion waits for it, so kapi's start
+// overlaps it with opening the store.
+func BuiltinTypeConverter(kinds []Kind) managedfields.TypeConverter {
+	c := lazyTypeConverter{build: sync.OnceValues(func() (managedfields.TypeConverter, error) {
+		return builtinTypeConverter(kinds)
+	})}
+	go c.build()
+	return c
+}
+
+type lazyTypeConverter struct {
+	build func() (managedfields.TypeConverter, error)
+}
+
+func (c lazyTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	tc, err := c.build()
+	if err != nil {
+		return nil, err
+	}
+	return tc.ObjectToTyped(obj, opts...)
+}
+
+func (c lazyTypeConverter) TypedToObject(value *typed.TypedValue) (runtime.Object, error) {
+	tc, err := c.build()
+	if err != nil {
+		return nil, err
+	}
+	return tc.TypedToObject(value)
+}
+
+func builtinTypeConverter(kinds []Kind) (managedfields.TypeConverter, error) {
 	defs := map[string]*spec.Schema{}
 	for name, s := range definitionsV2() {
 		defs[name] = s

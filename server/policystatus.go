@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -29,19 +30,23 @@ const policyStorageResource = "admissionregistration.k8s.io/validatingadmissionp
 // status.typeChecking and status.observedGeneration, as kube-apiserver's
 // controller does.
 type policyStatusController struct {
-	s       *Server
-	checker *validating.TypeChecker
+	s *Server
+	// checker is built at the first check: its schema resolver reads every
+	// built-in OpenAPI definition, milliseconds kapi's start need not wait.
+	checker func() *validating.TypeChecker
 	// queue holds policy names; true asks for a check even of a
 	// generation already checked (a schema it depends on changed).
 	queue *workQueue[string, bool]
 }
 
 func newPolicyStatusController(s *Server) *policyStatusController {
-	schemas := openapi.BuiltinSchemaResolver(builtin.Scheme).Combine(customResourceSchemas{s})
 	return &policyStatusController{
-		s:       s,
-		checker: &validating.TypeChecker{SchemaResolver: schemas, RestMapper: restMapper{s}},
-		queue:   newWorkQueue[string, bool](),
+		s: s,
+		checker: sync.OnceValue(func() *validating.TypeChecker {
+			schemas := openapi.BuiltinSchemaResolver(builtin.Scheme).Combine(customResourceSchemas{s})
+			return &validating.TypeChecker{SchemaResolver: schemas, RestMapper: restMapper{s}}
+		}),
+		queue: newWorkQueue[string, bool](),
 	}
 }
 
@@ -93,7 +98,7 @@ func (c *policyStatusController) sync(ctx context.Context, name string, force bo
 	if checked && !force {
 		return nil
 	}
-	warnings := c.checker.Check(policy)
+	warnings := c.checker().Check(policy)
 	if checked && equality.Semantic.DeepEqual(warnings, policy.Status.TypeChecking.ExpressionWarnings) {
 		return nil
 	}

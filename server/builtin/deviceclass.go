@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"fmt"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,11 +73,7 @@ func Register(reg *registry.Registry) {
 			served = append(served, openapi.Kind{Group: k.res.Group, Version: v, Kind: k.res.Kind})
 		}
 	}
-	typeConverter, err := openapi.BuiltinTypeConverter(served)
-	if err != nil {
-		// The schemas are compiled in: this is a bug of kapi's build.
-		panic(fmt.Sprintf("builtin: type converter: %v", err))
-	}
+	typeConverter := openapi.BuiltinTypeConverter(served)
 	for _, k := range kinds {
 		r, goTypes := k.res, k.goTypes
 		r.GoType = func(version string) interface{} { return goTypes[version]() }
