@@ -175,20 +175,37 @@ func (k *kapiProc) Stop() error {
 	return nil
 }
 
-// RSSMiB is kapi's resident memory (VmRSS of /proc/<pid>/status).
-func (k *kapiProc) RSSMiB() (float64, error) {
+// rss is kapi's resident memory (/proc/<pid>/status) in MiB: all of it
+// (VmRSS), its anonymous part (heap, stacks) and its file-backed part (the
+// pages of the binary itself that are mapped in).
+type rss struct{ Total, Anon, File float64 }
+
+func (k *kapiProc) RSSMiB() (rss, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", k.cmd.Process.Pid))
 	if err != nil {
-		return 0, err
+		return rss{}, err
 	}
+	var r rss
+	found := 0
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			kib, err := strconv.ParseFloat(f[0], 64)
-			return kib / 1024, err
+		for _, f := range []struct {
+			prefix string
+			dst    *float64
+		}{{"VmRSS:", &r.Total}, {"RssAnon:", &r.Anon}, {"RssFile:", &r.File}} {
+			if rest, ok := strings.CutPrefix(line, f.prefix); ok {
+				kib, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+				if err != nil {
+					return rss{}, err
+				}
+				*f.dst = kib / 1024
+				found++
+			}
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc status")
+	if found != 3 {
+		return rss{}, errors.New("no VmRSS, RssAnon and RssFile in /proc status")
+	}
+	return r, nil
 }
 
 // CPU is the user plus system CPU time kapi has used so far (utime and
