@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,11 +51,18 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 func NewWebhooks(resolver webhookutil.ServiceResolver) (*Webhooks, error) {
 	w := &Webhooks{cache: fake.NewSimpleClientset()}
 	w.factory = informers.NewSharedInformerFactory(w.cache, 0)
+	// Each plugin builds its CEL environments (milliseconds of kapi's
+	// start): the two side by side.
+	var mutatingErr error
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		w.mutating, mutatingErr = mutating.NewMutatingWebhook(nil)
+	}()
 	var err error
-	if w.mutating, err = mutating.NewMutatingWebhook(nil); err != nil {
-		return nil, err
-	}
-	if w.validating, err = validating.NewValidatingAdmissionWebhook(nil); err != nil {
+	w.validating, err = validating.NewValidatingAdmissionWebhook(nil)
+	<-built
+	if err = errors.Join(mutatingErr, err); err != nil {
 		return nil, err
 	}
 	w.mutating.SetServiceResolver(resolver)
