@@ -94,6 +94,10 @@ func serve() error {
 	if *syncMode != "full" && *syncMode != "normal" {
 		return fmt.Errorf("--sync must be full or normal, not %q", *syncMode)
 	}
+	// The built-in kinds first: their SSA type converter builds in the
+	// background while the store opens.
+	reg := registry.New()
+	builtin.Register(reg)
 	metrics := server.NewMetrics()
 	opts := metrics.StorageHooks(storage.Options{InMemory: *inMemory, Durable: *syncMode == "full", QuotaBytes: *storageQuota})
 	if !*inMemory {
@@ -115,8 +119,6 @@ func serve() error {
 		}
 	}()
 
-	reg := registry.New()
-	builtin.Register(reg)
 	resolver, err := webhook.ParseServiceResolver(*serviceResolver)
 	if err != nil {
 		return err
