@@ -402,3 +402,25 @@ func recordHistory(t *testing.T, s *Store) map[int64][]string {
 	}
 	return states
 }
+
+// remainingItemCount counts only the namespace a list is limited to.
+func TestListPagingInNamespaceCountsRemaining(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *Store) {
+		seed(t, s, podsRes, listKeys)
+		checked := 0
+		for _, k := range listKeys {
+			all := mustList(t, s, podsRes, ListOptions{Namespace: k.Namespace})
+			if len(all.Items) < 2 {
+				continue
+			}
+			page := mustList(t, s, podsRes, ListOptions{Namespace: k.Namespace, Limit: 1})
+			if want := int64(len(all.Items) - 1); page.Remaining == nil || *page.Remaining != want {
+				t.Errorf("namespace %q: Remaining=%v, want %d", k.Namespace, page.Remaining, want)
+			}
+			checked++
+		}
+		if checked == 0 {
+			t.Fatal("no namespace with two objects to page through")
+		}
+	})
+}

@@ -341,6 +341,18 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 		// Count what follows the last item, at the same snapshot.
 		last := res.Items[len(res.Items)-1]
 		cq, cargs := build(last.Namespace, last.Name)
+		if !history {
+			// The current state: the objects index alone answers, without
+			// reading the objects' data.
+			cq = `SELECT 0 AS op FROM objects o WHERE o.resource = ?`
+			cargs = []any{resource}
+			if opts.Namespace != "" {
+				cq += ` AND o.namespace = ?`
+				cargs = append(cargs, opts.Namespace)
+			}
+			cq += ` AND (o.namespace, o.name) > (?, ?)`
+			cargs = append(cargs, last.Namespace, last.Name)
+		}
 		var n int64
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+cq+`) WHERE op != 3`, cargs...).Scan(&n); err != nil {
 			return nil, err
