@@ -76,13 +76,15 @@ func (c *crdController) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Served before the server takes requests; status writes wait for the
+	// queue: a write goes through admission, whose caches start after this.
 	for _, obj := range items {
-		if err := c.sync(ctx, obj.GetName()); err != nil {
+		if err := c.sync(ctx, obj.GetName(), false); err != nil {
 			c.s.log.Warn("serving a CRD", "crd", obj.GetName(), "err", err)
 		}
 	}
 	go c.queue.run(ctx, func(ctx context.Context, name string, _ struct{}) bool {
-		if err := c.sync(ctx, name); err != nil {
+		if err := c.sync(ctx, name, true); err != nil {
 			c.s.log.Warn("serving a CRD", "crd", name, "err", err)
 			return false
 		}
@@ -92,7 +94,8 @@ func (c *crdController) start(ctx context.Context) error {
 }
 
 // sync brings one CRD's names, conditions and served resource up to date.
-func (c *crdController) sync(ctx context.Context, name string) error {
+// Without writes, a status to write is left to the queue.
+func (c *crdController) sync(ctx context.Context, name string, writes bool) error {
 	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 	obj, _, err := c.s.getObject(ctx, res, "", name)
 	if apierrors.IsNotFound(err) {
@@ -146,6 +149,10 @@ func (c *crdController) sync(ctx context.Context, name string) error {
 		}
 	}
 	if equality.Semantic.DeepEqual(updated.Status, crd.Status) {
+		return nil
+	}
+	if !writes {
+		c.enqueue(name)
 		return nil
 	}
 	return c.writeStatus(ctx, res, updated)

@@ -1,10 +1,21 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"reflect"
 	"testing"
+	"time"
 
+	apihelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
 )
 
 func crdNamed(plural, singular, kind string, shortNames ...string) *apiextensionsv1.CustomResourceDefinition {
@@ -58,5 +69,67 @@ func TestAcceptNames(t *testing.T) {
 	again, cond, _ := acceptNames(accepted, nil)
 	if cond.Status != apiextensionsv1.ConditionTrue || !reflect.DeepEqual(again, accepted.Spec.Names) {
 		t.Errorf("re-accepting its own names: %+v %+v", again, cond)
+	}
+}
+
+// A kapi restarted on a CRD whose status was never written serves its
+// resource at once and writes the status after start: the write goes
+// through admission, whose caches start after the CRDs are served, so
+// start must not wait on it (it did, for the admission plugins' 10 s).
+func TestStartServesStoredCRDsWithoutWaitingForAdmission(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.Open(ctx, storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// As a kapi stopped before its controller wrote the status stores it.
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+		"metadata":{"name":"widgets.example.com","uid":"u1","generation":1,"resourceVersion":"%d","creationTimestamp":"2026-01-01T00:00:00Z"},
+		"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+		"conversion":{"strategy":"None"},
+		"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+	key := storage.Key{Resource: crdStorageResource, Name: "widgets.example.com"}
+	if _, err := store.Create(ctx, key, func(rev int64) ([]byte, error) { return fmt.Appendf(nil, crd, rev), nil }); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New()
+	builtin.Register(reg)
+	s, err := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	started := make(chan error, 1)
+	go func() { started <- s.Start(runCtx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Start is still waiting after 5 s")
+	}
+	if _, ok := reg.Get("example.com", "v1", "widgets"); !ok {
+		t.Error("the stored CRD's resource is not served once Start returned")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o, err := store.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got apiextensionsv1.CustomResourceDefinition
+		if err := json.Unmarshal(o.Data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if apihelpers.IsCRDConditionTrue(&got, apiextensionsv1.Established) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the CRD's status was not written after start: %s", o.Data)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
