@@ -86,8 +86,8 @@ func (b *bench) mainPhase() (err error) {
 	// creates, not measured, comes before the single-client figure.
 	n1 := n / 5
 	warm := n1 / 4
-	if res := runLoad(k, warm, 1, 0, create); res.Errors > 0 {
-		return fmt.Errorf("warm-up: %d creates failed: %v", res.Errors, res.FirstErr)
+	if err := runLoad(k, warm, 1, 0, create).Err(); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
 	}
 	res := runLoad(k, n1-warm, 1, 0, func(i int) error { return create(warm + i) })
 	b.r.load(fmt.Sprintf("create, 1 client (%s objects, after a warm-up of %s)", thousands(n1-warm), thousands(warm)), res, loadTargets{MinPerSec: 1500, MaxCPUPerOpMs: 0.4})
@@ -265,19 +265,19 @@ func (b *bench) sustainedUpdates() (err error) {
 		return err
 	}
 	name := func(i int) string { return fmt.Sprintf("s-%05d", i) }
-	if res := runLoad(k, objects, 32, 0, func(i int) error {
+	if err := runLoad(k, objects, 32, 0, func(i int) error {
 		_, err := k.createWidget(ctx, ns, name(i), nil)
 		return err
-	}); res.Errors > 0 {
-		return fmt.Errorf("creates: %d failed: %v", res.Errors, res.FirstErr)
+	}).Err(); err != nil {
+		return fmt.Errorf("creates: %w", err)
 	}
 	var sizes []float64
 	for round := 1; round <= rounds; round++ {
-		if res := runLoad(k, objects, 32, 0, func(i int) error {
+		if err := runLoad(k, objects, 32, 0, func(i int) error {
 			_, err := k.mergePatchWidget(ctx, ns, name(i), round)
 			return err
-		}); res.Errors > 0 {
-			return fmt.Errorf("round %d: %d patches failed: %v", round, res.Errors, res.FirstErr)
+		}).Err(); err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
 		}
 		time.Sleep(2 * time.Second) // a compaction or two
 		size, _, err := k.DataDirMiB()
