@@ -147,6 +147,9 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-cache, private")
+	// The whole body is at hand: its length lets a client read a response
+	// flushed early (a 504 at the deadline) as complete.
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(code)
 	w.Write(data)
 }
