@@ -31,9 +31,54 @@ const benchCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResource
 // BenchmarkCreateCustomResource measures one create of a ~1 KiB custom
 // resource through the whole handler chain into an on-disk store with
 // kapi's default durability, without the network. Its allocs/op and B/op
-// are exact; ns/op moves with the host (`make bench` has the end-to-end
-// figures).
+// are exact; ns/op and cpu-ns/op move with the host (`make bench` has
+// the end-to-end figures).
 func BenchmarkCreateCustomResource(b *testing.B) {
+	serve := newBenchServer(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		if rec := serve(http.MethodPost, benchWidgets, benchWidget(i)); rec.Code != http.StatusCreated {
+			b.Fatalf("create %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkGetCustomResource measures one GET by name of a ~1 KiB custom
+// resource, as BenchmarkCreateCustomResource does a create.
+func BenchmarkGetCustomResource(b *testing.B) {
+	serve := newBenchServer(b)
+	const n = 100
+	for i := 0; i < n; i++ {
+		if rec := serve(http.MethodPost, benchWidgets, benchWidget(i)); rec.Code != http.StatusCreated {
+			b.Fatalf("create %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		if rec := serve(http.MethodGet, fmt.Sprintf("%s/w-%d", benchWidgets, i%n), ""); rec.Code != http.StatusOK {
+			b.Fatalf("get %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+const benchWidgets = "/apis/bench.kapi.dev/v1/namespaces/default/widgets"
+
+// benchWidget is the body of widget i: ~1 KiB of spec.
+func benchWidget(i int) string {
+	return fmt.Sprintf(`{"apiVersion":"bench.kapi.dev/v1","kind":"Widget","metadata":{"name":"w-%d"},"spec":{"size":3,"color":"blue","tags":["bench","kapi","widget"],"data":%q}}`, i, strings.Repeat("x", 1000))
+}
+
+// newBenchServer starts a server on an on-disk store (kapi's defaults)
+// with benchCRD established, and returns a function that serves one
+// request through its handler, as client-go would send it.
+func newBenchServer(b *testing.B) func(method, path, body string) *httptest.ResponseRecorder {
+	b.Helper()
 	ctx := context.Background()
 	store, err := storage.Open(ctx, storage.Options{Path: filepath.Join(b.TempDir(), "kapi.db")})
 	if err != nil {
@@ -46,11 +91,11 @@ func BenchmarkCreateCustomResource(b *testing.B) {
 		b.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
-	defer func() {
+	b.Cleanup(func() {
 		stop()
 		s.BeginShutdown()
 		store.Close()
-	}()
+	})
 	if err := s.Start(runCtx); err != nil {
 		b.Fatal(err)
 	}
@@ -70,26 +115,13 @@ func BenchmarkCreateCustomResource(b *testing.B) {
 	if rec := serve(http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", benchCRD); rec.Code != http.StatusCreated {
 		b.Fatalf("creating the CRD: %d %s", rec.Code, rec.Body)
 	}
-	const widgets = "/apis/bench.kapi.dev/v1/namespaces/default/widgets"
-	for deadline := time.Now().Add(10 * time.Second); serve(http.MethodGet, widgets, "").Code != http.StatusOK; {
+	for deadline := time.Now().Add(10 * time.Second); serve(http.MethodGet, benchWidgets, "").Code != http.StatusOK; {
 		if time.Now().After(deadline) {
 			b.Fatal("the custom resource is not served after 10 s")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	data := strings.Repeat("x", 1000)
-	body := func(i int) string {
-		return fmt.Sprintf(`{"apiVersion":"bench.kapi.dev/v1","kind":"Widget","metadata":{"name":"w-%d"},"spec":{"size":3,"color":"blue","tags":["bench","kapi","widget"],"data":%q}}`, i, data)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := processCPU()
-	for i := 0; i < b.N; i++ {
-		if rec := serve(http.MethodPost, widgets, body(i)); rec.Code != http.StatusCreated {
-			b.Fatalf("create %d: %d %s", i, rec.Code, rec.Body)
-		}
-	}
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	return serve
 }
 
 // processCPU is the user plus system CPU time of this process so far:
