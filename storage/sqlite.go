@@ -354,9 +354,12 @@ func (d *sqliteDB) compactedRev(ctx context.Context) (int64, error) {
 func (d *sqliteDB) get(ctx context.Context, key Key) (*Object, error) {
 	var o Object
 	o.Key = key
-	// One index lookup, never worth interrupting: without a context that
-	// can end, neither database/sql nor the driver starts a goroutine to
-	// watch it.
+	// One index lookup, never worth interrupting once begun: without a
+	// context that can end, neither database/sql nor the driver starts a
+	// goroutine to watch it.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	ctx = context.WithoutCancel(ctx)
 	err := d.getStmt.QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).Scan(&o.Rev, &o.Data)
 	if errors.Is(err, sql.ErrNoRows) {
