@@ -20,16 +20,18 @@ test: lint
 	$(GO) test -count=1 -timeout 15m ./e2e/
 
 # The fuzz targets (body decoding, patches, continue tokens, list
-# queries and selectors, CEL compilation); `make test` runs each briefly, `make fuzz FUZZTIME=5m` longer.
+# queries and selectors, CEL compilation, JSON encoding), as package:target;
+# `make test` runs each briefly, `make fuzz FUZZTIME=5m` longer.
 # `make test` counts executions (500x) rather than time: Go 1.26's fuzzer can
 # fail a run with "context deadline exceeded" when a -fuzztime duration ends
 # mid-execution (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 30s
-FUZZ_TARGETS = FuzzDecodeBody FuzzApplyPatch FuzzContinueToken FuzzListQuery FuzzCompileCEL
+FUZZ_TARGETS = server:FuzzDecodeBody server:FuzzApplyPatch server:FuzzContinueToken \
+	server:FuzzListQuery server:FuzzCompileCEL server/jsonenc:FuzzMarshal
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./server/ || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}/ || exit 1; \
 	done
 
 unit:

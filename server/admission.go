@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 
+	"github.com/kapi-dev/kapi/server/jsonenc"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -305,14 +306,14 @@ func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, a
 	if !s.webhooks.HasMutating() {
 		return nil // nothing can change obj: spare the comparison
 	}
-	before, err := json.Marshal(obj.Object)
+	before, err := jsonenc.Marshal(obj.Object)
 	if err != nil {
 		return err
 	}
 	if err := s.mutate(ctx, attr); err != nil {
 		return err
 	}
-	after, err := json.Marshal(obj.Object)
+	after, err := jsonenc.Marshal(obj.Object)
 	if err != nil || string(after) == string(before) {
 		return err
 	}

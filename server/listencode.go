@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kapi-dev/kapi/server/jsonenc"
 )
 
 // encodeList renders a list as json.Marshal renders the map {apiVersion,
@@ -15,7 +17,7 @@ import (
 func encodeList(apiVersion, kind string, lm metav1.ListMeta, items []*unstructured.Unstructured) (json.RawMessage, error) {
 	encoded := make([][]byte, len(items))
 	if err := onEveryCore(len(items), func(i int) (err error) {
-		encoded[i], err = json.Marshal(items[i].Object)
+		encoded[i], err = jsonenc.Marshal(items[i].Object)
 		return err
 	}); err != nil {
 		return nil, err

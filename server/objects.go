@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kapi-dev/kapi/server/jsonenc"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -161,7 +162,7 @@ func decodeStored(o *storage.Object) (*unstructured.Unstructured, error) {
 func encoder(obj *unstructured.Unstructured) storage.Encoder {
 	return func(rev int64) ([]byte, error) {
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-		data, err := json.Marshal(obj.Object)
+		data, err := jsonenc.Marshal(obj.Object)
 		if err == nil && len(data) > maxObjectBytes {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes; a stored object may be at most %d", len(data), maxObjectBytes))
 		}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kapi-dev/kapi/server/jsonenc"
 )
 
 // maxJSONPatchOperations is kube-apiserver's limit on a JSON patch.
@@ -78,7 +80,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err := req.res.Strategy.Convert(current, req.version); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		original, err := json.Marshal(current.Object)
+		original, err := jsonenc.Marshal(current.Object)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -215,7 +217,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err := req.res.Strategy.Convert(merged, req.version); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		data, err := json.Marshal(merged.Object)
+		data, err := jsonenc.Marshal(merged.Object)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

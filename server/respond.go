@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kapi-dev/kapi/server/jsonenc"
 )
 
 // mediaType is one entry of an Accept header.
@@ -117,10 +119,10 @@ func pretty(r *http.Request) bool {
 func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, obj any) {
 	var data []byte
 	if raw, ok := obj.(json.RawMessage); ok {
-		data = raw // encoded already (a list): spare json.Marshal's re-scan
+		data = raw // encoded already (a list): spare a re-scan
 	} else {
 		var err error
-		if data, err = json.Marshal(obj); err != nil {
+		if data, err = jsonenc.Marshal(obj); err != nil {
 			writeError(w, r, apierrors.NewInternalError(err))
 			return
 		}
