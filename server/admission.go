@@ -20,7 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 
-	"github.com/kapi-dev/kapi/server/jsonenc"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -306,14 +306,14 @@ func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, a
 	if !s.webhooks.HasMutating() {
 		return nil // nothing can change obj: spare the comparison
 	}
-	before, err := jsonenc.Marshal(obj.Object)
+	before, err := unstructuredjson.Marshal(obj.Object)
 	if err != nil {
 		return err
 	}
 	if err := s.mutate(ctx, attr); err != nil {
 		return err
 	}
-	after, err := jsonenc.Marshal(obj.Object)
+	after, err := unstructuredjson.Marshal(obj.Object)
 	if err != nil || string(after) == string(before) {
 		return err
 	}

@@ -30,7 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/storage/names"
 
-	"github.com/kapi-dev/kapi/server/jsonenc"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -338,7 +338,7 @@ func (s *Server) table(r *http.Request, req *resourceRequest, version string, ob
 		row := metav1.TableRow{Cells: tc.Cells(obj)}
 		switch opts.IncludeObject {
 		case metav1.IncludeObject:
-			data, _ := jsonenc.Marshal(obj.Object)
+			data, _ := unstructuredjson.Marshal(obj.Object)
 			row.Object.Raw = data
 		case metav1.IncludeNone:
 		default:
@@ -649,8 +649,8 @@ func holdsDeletion(res *registry.Resource, obj *unstructured.Unstructured) bool 
 }
 
 func sameObject(a, b *unstructured.Unstructured) bool {
-	ja, _ := jsonenc.Marshal(a.Object)
-	jb, _ := jsonenc.Marshal(b.Object)
+	ja, _ := unstructuredjson.Marshal(a.Object)
+	jb, _ := unstructuredjson.Marshal(b.Object)
 	return string(ja) == string(jb)
 }
 

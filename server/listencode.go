@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kapi-dev/kapi/server/jsonenc"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
 // encodeList renders a list as json.Marshal renders the map {apiVersion,
@@ -17,7 +17,7 @@ import (
 func encodeList(apiVersion, kind string, lm metav1.ListMeta, items []*unstructured.Unstructured) (json.RawMessage, error) {
 	encoded := make([][]byte, len(items))
 	if err := onEveryCore(len(items), func(i int) (err error) {
-		encoded[i], err = jsonenc.Marshal(items[i].Object)
+		encoded[i], err = unstructuredjson.Marshal(items[i].Object)
 		return err
 	}); err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"github.com/kapi-dev/kapi/server/builtin"
 	"io"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"mime"
 	"net/http"
@@ -21,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kapi-dev/kapi/server/jsonenc"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -149,12 +148,12 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 
 // decodeStored turns stored JSON back into an object.
 func decodeStored(o *storage.Object) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	// utiljson keeps integers as int64, as unstructured accessors expect.
-	if err := utiljson.Unmarshal(o.Data, &u.Object); err != nil {
+	// Integers as int64, as unstructured accessors expect (utiljson's).
+	m, err := unstructuredjson.Unmarshal(o.Data)
+	if err != nil {
 		return nil, fmt.Errorf("stored object %s/%s/%s is corrupt: %w", o.Resource, o.Namespace, o.Name, err)
 	}
-	return u, nil
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // encoder renders obj for the store with its resourceVersion set to the
@@ -162,7 +161,7 @@ func decodeStored(o *storage.Object) (*unstructured.Unstructured, error) {
 func encoder(obj *unstructured.Unstructured) storage.Encoder {
 	return func(rev int64) ([]byte, error) {
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-		data, err := jsonenc.Marshal(obj.Object)
+		data, err := unstructuredjson.Marshal(obj.Object)
 		if err == nil && len(data) > maxObjectBytes {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes; a stored object may be at most %d", len(data), maxObjectBytes))
 		}

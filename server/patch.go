@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kapi-dev/kapi/server/jsonenc"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
 // maxJSONPatchOperations is kube-apiserver's limit on a JSON patch.
@@ -80,7 +80,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err := req.res.Strategy.Convert(current, req.version); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		original, err := jsonenc.Marshal(current.Object)
+		original, err := unstructuredjson.Marshal(current.Object)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -217,7 +217,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err := req.res.Strategy.Convert(merged, req.version); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		data, err := jsonenc.Marshal(merged.Object)
+		data, err := unstructuredjson.Marshal(merged.Object)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

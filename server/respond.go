@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kapi-dev/kapi/server/jsonenc"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
 // mediaType is one entry of an Accept header.
@@ -122,7 +122,7 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 		data = raw // encoded already (a list): spare a re-scan
 	} else {
 		var err error
-		if data, err = jsonenc.Marshal(obj); err != nil {
+		if data, err = unstructuredjson.Marshal(obj); err != nil {
 			writeError(w, r, apierrors.NewInternalError(err))
 			return
 		}

@@ -20,7 +20,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/kapi-dev/kapi/server/jsonenc"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -492,7 +492,7 @@ func (ww *watchWriter) encode(obj *unstructured.Unstructured) ([]byte, error) {
 	case "PartialObjectMetadata":
 		payload = partialMetadata(obj, ww.out.version)
 	}
-	return jsonenc.Marshal(payload)
+	return unstructuredjson.Marshal(payload)
 }
 
 // writeObjectEvent writes the frame of an event of type typ (one of

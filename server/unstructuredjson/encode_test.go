@@ -1,4 +1,4 @@
-package jsonenc
+package unstructuredjson
 
 import (
 	"bytes"
