@@ -20,8 +20,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 
-	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
 )
 

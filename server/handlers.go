@@ -30,8 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/storage/names"
 
-	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
 )
 

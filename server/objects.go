@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
 )
 

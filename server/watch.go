@@ -20,8 +20,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
 )
 
