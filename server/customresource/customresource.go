@@ -29,10 +29,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kapi-dev/kapi/openapi"
 	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
 var scheme = func() *runtime.Scheme {
@@ -243,8 +243,7 @@ func tableFrom(tc interface {
 // fieldValidation; the unknown ones are pruned), object meta coercion and
 // defaults, as kube-apiserver's decoder does for custom resources.
 func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []error, error) {
-	obj := map[string]interface{}{}
-	strict, err := sigsjson.UnmarshalStrict(body, &obj, sigsjson.DisallowDuplicateFields)
+	obj, strict, err := unstructuredjson.UnmarshalStrict(body)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Unmarshal decodes a JSON object as utiljson.Unmarshal decodes it into a
@@ -18,17 +19,27 @@ import (
 // always utiljson's.
 func Unmarshal(data []byte) (map[string]any, error) {
 	d := decoder{data: data}
-	d.skipSpace()
-	if d.i < len(d.data) && d.data[d.i] == '{' {
-		if v, err := d.object(1); err == nil {
-			if d.skipSpace(); d.i == len(d.data) {
-				return v, nil
-			}
-		}
+	if v, ok := d.topObject(); ok {
+		return v, nil
 	}
 	var out map[string]any
 	err := utiljson.Unmarshal(data, &out)
 	return out, err
+}
+
+// UnmarshalStrict decodes a request body as sigs.k8s.io/json's
+// UnmarshalStrict with DisallowDuplicateFields decodes it into an empty
+// map[string]any: strict names the fields given twice (the last value
+// wins), err is a malformed body. Bodies with duplicate fields, and
+// whatever else the fast path does not handle, go to sigs.k8s.io/json.
+func UnmarshalStrict(data []byte) (obj map[string]any, strict []error, err error) {
+	d := decoder{data: data}
+	if v, ok := d.topObject(); ok && !d.duplicate {
+		return v, nil, nil
+	}
+	obj = map[string]any{}
+	strict, err = sigsjson.UnmarshalStrict(data, &obj, sigsjson.DisallowDuplicateFields)
+	return obj, strict, err
 }
 
 // errFallback makes Unmarshal hand the input to utiljson.
@@ -38,8 +49,23 @@ var errFallback = errors.New("not on the fast path")
 const maxDepth = 10000
 
 type decoder struct {
-	data []byte
-	i    int
+	data      []byte
+	i         int
+	duplicate bool // an object had a key twice
+}
+
+// topObject decodes the whole input as one object; ok is false when it is
+// not one or is off the fast path.
+func (d *decoder) topObject() (map[string]any, bool) {
+	d.skipSpace()
+	if d.i < len(d.data) && d.data[d.i] == '{' {
+		if v, err := d.object(1); err == nil {
+			if d.skipSpace(); d.i == len(d.data) {
+				return v, true
+			}
+		}
+	}
+	return nil, false
 }
 
 func (d *decoder) skipSpace() {
@@ -114,6 +140,9 @@ func (d *decoder) object(depth int) (map[string]any, error) {
 		v, err := d.value(depth)
 		if err != nil {
 			return nil, err
+		}
+		if _, seen := m[k]; seen {
+			d.duplicate = true
 		}
 		m[k] = v
 		d.skipSpace()

@@ -1,11 +1,13 @@
 package unstructuredjson
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // decodeInputs cover every branch of the fast decoder and inputs it must
@@ -18,7 +20,7 @@ var decodeInputs = []string{
 	`{"esc":"\" \\ \/ \b \f \n \r \t \u0041 \u00e9 \u65e5 \ud83d\ude00 \u2028"}`,
 	`{"lone":"\ud800 x \udc00 y \ud800\u0041 \ud800\\"}`,
 	"{\"utf8\":\"é 日本 🙂\",\"bad\":\"\xff \xc3 \xed\xa0\x80\"}",
-	`{"dup":1,"dup":"two"}`, "{\"ws\" :\t[ 1 ,\n2 ]\r}",
+	`{"dup":1,"dup":"two"}`, `{"a":{"x":1,"y":2,"x":[3]},"b":[{"k":1,"k":1}]}`, `{"a":1,"A":2}`, "{\"ws\" :\t[ 1 ,\n2 ]\r}",
 	// Invalid or not an object: utiljson decides (an error, or its value).
 	`[]`, `null`, `"s"`, `1`, ``, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":[1,]}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`,
 	`{"a":.5}`, `{"a":1e}`, `{"a":1e400}`, `{"a":tru}`, `{"a":nul}`, `{"a":"x` + "\x01" + `"}`, `{"a":"\x"}`, `{"a":"\u12"}`,
@@ -46,13 +48,15 @@ func checkUnmarshal(t *testing.T, data []byte) {
 		t.Fatalf("Unmarshal(%.200q) = %.300v, %v; utiljson: %.300v, %v", data, got, gotErr, want, wantErr)
 	}
 	d := decoder{data: data}
-	d.skipSpace()
-	if d.i < len(data) && data[d.i] == '{' {
-		if fast, err := d.object(1); err == nil {
-			if d.skipSpace(); d.i == len(data) && (wantErr != nil || !reflect.DeepEqual(fast, want)) {
-				t.Fatalf("fast path on %.200q = %.300v; utiljson: %.300v, %v", data, fast, want, wantErr)
-			}
-		}
+	if fast, ok := d.topObject(); ok && (wantErr != nil || !reflect.DeepEqual(fast, want)) {
+		t.Fatalf("fast path on %.200q = %.300v; utiljson: %.300v, %v", data, fast, want, wantErr)
+	}
+
+	wantObj := map[string]any{}
+	wantStrict, wantErr := sigsjson.UnmarshalStrict(data, &wantObj, sigsjson.DisallowDuplicateFields)
+	gotObj, gotStrict, gotErr := UnmarshalStrict(data)
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || fmt.Sprint(gotStrict) != fmt.Sprint(wantStrict) || (wantErr == nil && !reflect.DeepEqual(gotObj, wantObj)) {
+		t.Fatalf("UnmarshalStrict(%.200q) = %.300v, %v, %v; sigs.k8s.io/json: %.300v, %v, %v", data, gotObj, gotStrict, gotErr, wantObj, wantStrict, wantErr)
 	}
 }
 
