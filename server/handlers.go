@@ -206,11 +206,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		writeError(w, r, err)
 		return
 	}
-	for _, obj := range items {
-		if err := req.res.Strategy.Convert(obj, req.version); err != nil {
-			writeError(w, r, err)
-			return
-		}
+	if err := onEveryCore(len(items), func(i int) error {
+		return req.res.Strategy.Convert(items[i], req.version)
+	}); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	switch out.as {
 	case "Table":

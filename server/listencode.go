@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"runtime"
 	"sync"
 
@@ -75,5 +74,10 @@ func onEveryCore(n int, fn func(i int) error) error {
 		}(wkr)
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	for _, err := range errs {
+		if err != nil {
+			return err // the earliest part's, as a loop would stop at it
+		}
+	}
+	return nil
 }
