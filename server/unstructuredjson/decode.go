@@ -255,6 +255,10 @@ func (d *decoder) string() (string, error) {
 	// The common case: no escapes, valid UTF-8, taken as it is.
 	for d.i < len(d.data) {
 		c := d.data[d.i]
+		if plainASCII[c] {
+			d.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			s := string(d.data[start:d.i])
@@ -274,6 +278,15 @@ func (d *decoder) string() (string, error) {
 	}
 	return "", errFallback
 }
+
+// plainASCII marks the bytes a string holds as they are: ASCII but
+// control characters, quote and backslash.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // escapedString decodes a string with escapes or invalid UTF-8 from
 // d.data[start:], the byte after its opening quote.

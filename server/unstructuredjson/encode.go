@@ -117,6 +117,15 @@ func appendFloat(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// htmlSafe marks the ASCII bytes encoding/json writes as they are: all
+// but control characters, quote, backslash, <, > and &.
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString quotes s as encoding/json does with its default HTML
 // escaping: control characters, quote, backslash, <, > and & escaped,
 // invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped.
@@ -126,7 +135,7 @@ func appendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if htmlSafe[c] {
 				i++
 				continue
 			}
