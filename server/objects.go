@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,7 +46,7 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	if !ok {
 		return nil, "", unsupportedMediaType(ct, allowed)
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	data, err := readAtMost(r.Body, r.ContentLength, maxBodyBytes+1)
 	if err != nil {
 		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
 	}
@@ -144,6 +145,21 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		}
 	}
 	return obj, nil
+}
+
+// readAtMost reads body up to limit bytes into a buffer sized by the
+// request's Content-Length when it gives one (io.ReadAll would grow its
+// buffer from 512 bytes, allocating twice the body in all).
+func readAtMost(body io.Reader, contentLength, limit int64) ([]byte, error) {
+	if contentLength <= 0 || contentLength >= limit {
+		return io.ReadAll(io.LimitReader(body, limit))
+	}
+	// One byte more than announced, so that io.ReadAll can tell the end
+	// without growing the buffer (a body longer than announced is
+	// refused by net/http).
+	buf := bytes.NewBuffer(make([]byte, 0, contentLength+1))
+	_, err := buf.ReadFrom(io.LimitReader(body, limit))
+	return buf.Bytes(), err
 }
 
 // decodeStored turns stored JSON back into an object.

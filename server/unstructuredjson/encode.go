@@ -13,21 +13,55 @@
 package unstructuredjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
 // Marshal returns the JSON encoding of v, as json.Marshal(v) does.
 func Marshal(v any) ([]byte, error) {
-	return Append(make([]byte, 0, 1024), v)
+	// Encoded into a reused scratch buffer and copied out at its size: one
+	// allocation of the result's length instead of a buffer grown by
+	// doubling, and of the maps' sorted keys.
+	e := encoders.Get().(*encoder)
+	data, err := e.append(e.buf[:0], v)
+	if err != nil {
+		e.keys = e.keys[:0] // an error leaves the stack as it was mid-way
+		encoders.Put(e)
+		return nil, err
+	}
+	out := bytes.Clone(data)
+	if cap(data) <= maxScratch {
+		e.buf = data
+		encoders.Put(e)
+	}
+	return out, nil
 }
 
 // Append appends the JSON encoding of v to dst, as json.Marshal(v) would
 // render it.
 func Append(dst []byte, v any) ([]byte, error) {
+	var e encoder
+	return e.append(dst, v)
+}
+
+// encoder holds scratch space reused across Marshal calls.
+type encoder struct {
+	buf  []byte
+	keys []string // the sorted keys of the maps being encoded, a stack
+}
+
+// encoders are Marshal's; one whose buffer grew past maxScratch (a huge
+// object) is left to the garbage collector.
+var encoders = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 4096)} }}
+
+const maxScratch = 1 << 20
+
+func (e *encoder) append(dst []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return append(dst, "null"...), nil
@@ -48,10 +82,14 @@ func Append(dst []byte, v any) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		keys := make([]string, 0, len(v))
+		// This map's keys go on top of the stack; nested maps' go above
+		// them (keys stays valid if the stack moves) and are gone again
+		// when the map is done.
+		base := len(e.keys)
 		for k := range v {
-			keys = append(keys, k)
+			e.keys = append(e.keys, k)
 		}
+		keys := e.keys[base:]
 		slices.Sort(keys)
 		dst = append(dst, '{')
 		for i, k := range keys {
@@ -61,22 +99,23 @@ func Append(dst []byte, v any) ([]byte, error) {
 			dst = appendString(dst, k)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = Append(dst, v[k]); err != nil {
+			if dst, err = e.append(dst, v[k]); err != nil {
 				return nil, err
 			}
 		}
+		e.keys = e.keys[:base]
 		return append(dst, '}'), nil
 	case []any:
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
 		dst = append(dst, '[')
-		for i, e := range v {
+		for i, elem := range v {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = Append(dst, e); err != nil {
+			if dst, err = e.append(dst, elem); err != nil {
 				return nil, err
 			}
 		}
