@@ -27,7 +27,7 @@ test: lint
 # mid-execution (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 30s
 FUZZ_TARGETS = server:FuzzDecodeBody server:FuzzApplyPatch server:FuzzContinueToken \
-	server:FuzzListQuery server:FuzzCompileCEL server/jsonenc:FuzzMarshal
+	server:FuzzListQuery server:FuzzCompileCEL server/unstructuredjson:FuzzMarshal server/unstructuredjson:FuzzUnmarshal
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
