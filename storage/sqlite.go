@@ -217,6 +217,10 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	// Checkpoint every 4 MiB of WAL (500 pages of 8 KiB), as with 4 KiB pages.
 	q.Add("_pragma", "wal_autocheckpoint(500)")
+	// A WAL that outgrew that while a checkpoint had to wait for readers
+	// is cut back to 4 MiB once a checkpoint has caught up, instead of
+	// keeping its largest size for good.
+	q.Add("_pragma", "journal_size_limit(4194304)")
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_txlock", "immediate")
 	w, err := sql.Open("sqlite", "file:"+opts.Path+"?"+q.Encode())

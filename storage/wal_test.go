@@ -1,0 +1,59 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A WAL that grew while a reader held back checkpoints is cut back to
+// 4 MiB once they catch up, rather than keeping its largest size on disk.
+func TestWALFileCutBackAfterCheckpointsCatchUp(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kapi.db")
+	s := openFile(t, path)
+	defer s.Close()
+	walSize := func() int64 {
+		info, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	const limit = 4 << 20
+
+	// A reader's snapshot keeps checkpoints from restarting the WAL.
+	reader, err := s.db.reader.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM objects`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 8000)
+	for i := 0; i < 1000; i++ {
+		if _, err := s.Create(ctx, Key{Resource: podsRes, Namespace: "ns", Name: fmt.Sprint("big-", i)}, func(int64) ([]byte, error) {
+			return []byte(`"` + big + `"`), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := walSize(); got <= 2*limit {
+		t.Fatalf("the WAL is %d bytes with checkpoints held back; the test needs it past %d", got, 2*limit)
+	}
+	reader.Rollback()
+
+	// Writes go on: a checkpoint completes, the WAL restarts and is cut back.
+	for i := 0; i < 700; i++ {
+		if _, err := s.Create(ctx, Key{Resource: podsRes, Namespace: "ns", Name: fmt.Sprint("small-", i)}, enc("small", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := walSize(); got > limit+limit/8 {
+		t.Errorf("the WAL is still %d bytes after checkpoints caught up, want about %d at most", got, limit)
+	}
+}
