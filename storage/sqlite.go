@@ -44,6 +44,9 @@ type sqliteDB struct {
 	// The write path's statements, prepared on the writer's driver
 	// connection the first time it writes (see inWriteTx).
 	stmts *writeStmts
+	// checkpointer is one connection for background checkpoints (nil in
+	// memory and when the file is read-only).
+	checkpointer *sql.DB
 	// getStmt reads one object; prepared once on the reader pool.
 	getStmt *sql.Stmt
 
@@ -216,6 +219,9 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	// Checkpoint every 4 MiB of WAL (500 pages of 8 KiB), as with 4 KiB pages.
+	// The store checkpoints in the background (runCheckpoints); the
+	// writer's own automatic checkpoint, inside a commit, is the backstop
+	// if that falls behind: past 4 MiB of WAL (500 pages of 8 KiB).
 	q.Add("_pragma", "wal_autocheckpoint(500)")
 	// A WAL that outgrew that while a checkpoint had to wait for readers
 	// is cut back to 4 MiB once a checkpoint has caught up, instead of
@@ -270,6 +276,16 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	d := &sqliteDB{writer: w, reader: r, readOnly: readOnly}
+	if !readOnly {
+		cq := url.Values{}
+		cq.Add("_pragma", "busy_timeout(10000)")
+		cq.Add("_pragma", "journal_size_limit(4194304)")
+		if d.checkpointer, err = sql.Open("sqlite", "file:"+opts.Path+"?"+cq.Encode()); err != nil {
+			d.close()
+			return nil, err
+		}
+		d.checkpointer.SetMaxOpenConns(1)
+	}
 	if err := d.prepare(ctx); err != nil {
 		d.close()
 		return nil, err
@@ -307,10 +323,20 @@ func schemaCurrent(ctx context.Context, db *sql.DB) bool {
 	return err == nil && current == all[len(all)-1].Version
 }
 
+// checkpoint copies the WAL's committed frames into the database file as
+// far as readers allow (PASSIVE: it never waits for the writer or readers).
+func (d *sqliteDB) checkpoint() error {
+	_, err := d.checkpointer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+	return fault(err)
+}
+
 func (d *sqliteDB) close() error {
 	var err error
+	if d.checkpointer != nil {
+		err = d.checkpointer.Close()
+	}
 	if d.reader != d.writer {
-		err = d.reader.Close()
+		err = errors.Join(err, d.reader.Close())
 	}
 	if d.writer != nil {
 		if conn, e := d.writer.Conn(context.Background()); e == nil {

@@ -114,8 +114,9 @@ type Store struct {
 	// commit and event delivery happen in one order.
 	opts Options
 
-	writeMu sync.Mutex
-	rev     int64 // last committed revision, guarded by writeMu
+	writeMu         sync.Mutex
+	rev             int64 // last committed revision, guarded by writeMu
+	sinceCheckpoint int   // writes committed since the checkpointer was last woken, guarded by writeMu
 
 	// pending are the writes waiting for the writer lock; the next holder
 	// commits them all together.
@@ -125,6 +126,13 @@ type Store struct {
 	subsMu sync.RWMutex
 	subs   map[int]func(Event)
 	nextID int
+
+	// wrote wakes the checkpointer every checkpointAfter writes (a commit
+	// never waits for it); Close closes stopCheckpoints, and
+	// checkpointsDone is closed once the checkpointer has stopped.
+	wrote           chan struct{}
+	stopCheckpoints chan struct{}
+	checkpointsDone chan struct{}
 }
 
 // Options configure Open.
@@ -143,6 +151,9 @@ type Options struct {
 	OnCommit func(time.Duration)
 	// OnCompact, when set, is told how long each compaction took.
 	OnCompact func(time.Duration)
+	// OnCheckpointError, when set, is told of a background checkpoint
+	// that failed (the next one retries; nothing is lost).
+	OnCheckpointError func(error)
 }
 
 // Stats are figures of the store, for metrics.
@@ -174,7 +185,39 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		db.close()
 		return nil, err
 	}
-	return &Store{db: db, rev: rev, opts: opts}, nil
+	s := &Store{db: db, rev: rev, opts: opts, wrote: make(chan struct{}), stopCheckpoints: make(chan struct{}), checkpointsDone: make(chan struct{})}
+	if db.checkpointer != nil {
+		go s.runCheckpoints()
+	} else {
+		close(s.checkpointsDone)
+	}
+	return s, nil
+}
+
+// checkpointAfter is how many committed writes wake the background
+// checkpointer: ~4 frames of 8 KiB each for a write committed alone, so
+// it runs at about half the 4 MiB at which the writer's own checkpoint
+// (the backstop) would.
+const checkpointAfter = 64
+
+// runCheckpoints copies committed WAL frames into the database file in the
+// background, until Close. SQLite's own automatic checkpoint runs inside
+// the commit that crosses its threshold, so about one write in a hundred
+// waited for a checkpoint's page copies and fsyncs (a lone writer's p99
+// create latency ~5 ms against a p50 of 0.6 ms). The writer's automatic
+// checkpoint stays as a backstop at a higher threshold.
+func (s *Store) runCheckpoints() {
+	defer close(s.checkpointsDone)
+	for {
+		select {
+		case <-s.stopCheckpoints:
+			return
+		case <-s.wrote:
+		}
+		if err := s.db.checkpoint(); err != nil && s.opts.OnCheckpointError != nil {
+			s.opts.OnCheckpointError(err)
+		}
+	}
 }
 
 // ReadOnly tells whether the database file was opened read-only (it could
@@ -184,10 +227,15 @@ func (s *Store) ReadOnly() bool { return s.db.readOnly }
 // Close closes the database. Calls after Close fail with ErrClosed.
 func (s *Store) Close() error {
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if s.closed.Swap(true) {
+		s.writeMu.Unlock()
 		return nil
 	}
+	s.writeMu.Unlock()
+	close(s.stopCheckpoints)
+	<-s.checkpointsDone
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	return s.db.close()
 }
 
@@ -326,6 +374,18 @@ func (s *Store) commitBatch(batch []*write) {
 	start := time.Now()
 	s.rev = s.db.commitBatch(batch, s.rev)
 	took := time.Since(start)
+	for _, w := range batch {
+		if w.err == nil {
+			s.sinceCheckpoint++
+		}
+	}
+	if s.sinceCheckpoint >= checkpointAfter {
+		select {
+		case s.wrote <- struct{}{}:
+			s.sinceCheckpoint = 0
+		default: // the checkpointer is busy; wake it once it is done
+		}
+	}
 	for _, w := range batch {
 		if w.err != nil {
 			continue

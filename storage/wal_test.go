@@ -54,6 +54,6 @@ func TestWALFileCutBackAfterCheckpointsCatchUp(t *testing.T) {
 		}
 	}
 	if got := walSize(); got > limit+limit/8 {
-		t.Errorf("the WAL is still %d bytes after checkpoints caught up, want about %d at most", got, limit)
+		t.Errorf("the WAL is still %d bytes after checkpoints caught up, want %d at most", got, limit)
 	}
 }
