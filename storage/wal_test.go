@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A WAL that grew while a reader held back checkpoints is cut back to
@@ -55,5 +56,32 @@ func TestWALFileCutBackAfterCheckpointsCatchUp(t *testing.T) {
 	}
 	if got := walSize(); got > limit+limit/8 {
 		t.Errorf("the WAL is still %d bytes after checkpoints caught up, want %d at most", got, limit)
+	}
+}
+
+// Committed frames reach the database file in the background, long before
+// the writer's own checkpoint (at 500 frames) would copy them.
+func TestCheckpointsInTheBackground(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kapi.db")
+	s := openFile(t, path)
+	defer s.Close()
+	dbSize := func() int64 {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Size()
+	}
+	before := dbSize()
+	for i := 0; i < checkpointAfter+10; i++ {
+		if _, err := s.Create(ctx, Key{Resource: podsRes, Namespace: "ns", Name: fmt.Sprint("p-", i)}, enc("p", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); dbSize() == before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d writes the database file is still %d bytes: nothing was checkpointed", checkpointAfter+10, before)
+		}
 	}
 }
