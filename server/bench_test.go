@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
@@ -79,6 +81,9 @@ func benchWidget(i int) string {
 // request through its handler, as client-go would send it.
 func newBenchServer(b *testing.B) func(method, path, body string) *httptest.ResponseRecorder {
 	b.Helper()
+	// The Kubernetes libraries' informer chatter would split go test's
+	// result lines.
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()
 	store, err := storage.Open(ctx, storage.Options{Path: filepath.Join(b.TempDir(), "kapi.db")})
 	if err != nil {
