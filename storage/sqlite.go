@@ -218,7 +218,6 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	// Checkpoint every 4 MiB of WAL (500 pages of 8 KiB), as with 4 KiB pages.
 	// The store checkpoints in the background (runCheckpoints); the
 	// writer's own automatic checkpoint, inside a commit, is the backstop
 	// if that falls behind: past 4 MiB of WAL (500 pages of 8 KiB).
