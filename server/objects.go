@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,15 +150,19 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 // request's Content-Length when it gives one (io.ReadAll would grow its
 // buffer from 512 bytes, allocating twice the body in all).
 func readAtMost(body io.Reader, contentLength, limit int64) ([]byte, error) {
+	body = io.LimitReader(body, limit)
 	if contentLength <= 0 || contentLength >= limit {
-		return io.ReadAll(io.LimitReader(body, limit))
+		return io.ReadAll(body)
 	}
-	// One byte more than announced, so that io.ReadAll can tell the end
-	// without growing the buffer (a body longer than announced is
-	// refused by net/http).
-	buf := bytes.NewBuffer(make([]byte, 0, contentLength+1))
-	_, err := buf.ReadFrom(io.LimitReader(body, limit))
-	return buf.Bytes(), err
+	buf := make([]byte, contentLength)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		return nil, err // shorter than announced
+	}
+	rest, err := io.ReadAll(body) // nothing, unless longer than announced
+	if len(rest) > 0 {
+		buf = append(buf, rest...)
+	}
+	return buf, err
 }
 
 // decodeStored turns stored JSON back into an object.
