@@ -42,13 +42,6 @@ func Marshal(v any) ([]byte, error) {
 	return out, nil
 }
 
-// Append appends the JSON encoding of v to dst, as json.Marshal(v) would
-// render it.
-func Append(dst []byte, v any) ([]byte, error) {
-	var e encoder
-	return e.append(dst, v)
-}
-
 // encoder holds scratch space reused across Marshal calls.
 type encoder struct {
 	buf  []byte
