@@ -9,7 +9,7 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// values covers every case of Append and the corners of encoding/json's
+// values covers every case of the encoder and the corners of encoding/json's
 // string and number rendering.
 var values = []any{
 	nil, true, false, "", "plain", int64(0), int64(-42), int64(math.MaxInt64), int64(math.MinInt64), 7,
