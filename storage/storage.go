@@ -373,9 +373,14 @@ func (s *Store) commitBatch(batch []*write) {
 	s.rev = s.db.commitBatch(batch, s.rev)
 	took := time.Since(start)
 	for _, w := range batch {
-		if w.err == nil {
-			s.sinceCheckpoint++
+		if w.err != nil {
+			continue
 		}
+		s.sinceCheckpoint++
+		if s.opts.OnCommit != nil {
+			s.opts.OnCommit(took)
+		}
+		s.publish(Event{Op: w.op, Object: Object{Key: w.key, Rev: w.rev, Data: w.prev.data}, PrevRev: w.prev.prevRev, PrevData: w.prev.prevData})
 	}
 	if s.sinceCheckpoint >= checkpointAfter {
 		select {
@@ -383,15 +388,6 @@ func (s *Store) commitBatch(batch []*write) {
 			s.sinceCheckpoint = 0
 		default: // the checkpointer is busy; wake it once it is done
 		}
-	}
-	for _, w := range batch {
-		if w.err != nil {
-			continue
-		}
-		if s.opts.OnCommit != nil {
-			s.opts.OnCommit(took)
-		}
-		s.publish(Event{Op: w.op, Object: Object{Key: w.key, Rev: w.rev, Data: w.prev.data}, PrevRev: w.prev.prevRev, PrevData: w.prev.prevData})
 	}
 }
 

@@ -145,18 +145,8 @@ func (d *decoder) object(depth int) (map[string]any, error) {
 			d.duplicate = true
 		}
 		m[k] = v
-		d.skipSpace()
-		if d.i >= len(d.data) {
-			return nil, errFallback
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return m, nil
-		default:
-			return nil, errFallback
+		if done, err := d.afterElement('}'); done || err != nil {
+			return m, err
 		}
 	}
 }
@@ -179,20 +169,27 @@ func (d *decoder) array(depth int) ([]any, error) {
 			return nil, err
 		}
 		a = append(a, v)
-		d.skipSpace()
-		if d.i >= len(d.data) {
-			return nil, errFallback
+		if done, err := d.afterElement(']'); done || err != nil {
+			return a, err
 		}
+	}
+}
+
+// afterElement consumes what follows an object member or array element:
+// a comma (done is false) or the closing bracket (done is true).
+func (d *decoder) afterElement(closing byte) (done bool, err error) {
+	d.skipSpace()
+	if d.i < len(d.data) {
 		switch d.data[d.i] {
 		case ',':
 			d.i++
-		case ']':
+			return false, nil
+		case closing:
 			d.i++
-			return a, nil
-		default:
-			return nil, errFallback
+			return true, nil
 		}
 	}
+	return false, errFallback
 }
 
 // number decodes a JSON number: an int64 when it has no fraction (no
