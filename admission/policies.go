@@ -30,6 +30,7 @@ var excludedFromPolicies = []schema.GroupResource{
 // dynamic client over kapi's own store.
 type Policies struct {
 	plugin *validating.Plugin
+	caches *Webhooks
 }
 
 // NewPolicies builds the policy plugin over w's caches and starts it until
@@ -46,12 +47,20 @@ func NewPolicies(ctx context.Context, w *Webhooks, params dynamic.Interface, map
 	if err := p.ValidateInitialization(); err != nil {
 		return nil, err
 	}
-	return &Policies{plugin: p}, nil
+	return &Policies{plugin: p, caches: w}, nil
 }
 
 // Validate evaluates the policies bound to attr's request.
+//
+// With no binding in the caches, no policy applies and the plugin is not
+// asked. Besides sparing its matching, this keeps a fresh kapi's first
+// writes (its own namespaces) from waiting: the plugin compiles the
+// policies on a goroutine of its own after start, and a request that finds
+// it not yet done waits for its readiness check's next 100 ms tick. With
+// bindings the wait is right: a request must not slip past a policy that
+// is not compiled yet.
 func (p *Policies) Validate(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
-	if !p.plugin.Handles(attr.GetOperation()) {
+	if !p.plugin.Handles(attr.GetOperation()) || !p.caches.HasPolicyBindings() {
 		return nil
 	}
 	// WithAudit copies the Audit action's and auditAnnotations' results

@@ -192,6 +192,16 @@ func (w *Webhooks) HasMutating() bool {
 	return err != nil || len(items) > 0
 }
 
+// HasPolicyBindings tells whether any ValidatingAdmissionPolicyBinding
+// exists: with none, no policy applies to any request.
+func (w *Webhooks) HasPolicyBindings() bool {
+	if !w.started {
+		return true // unknown yet: assume there may be
+	}
+	items, err := w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Lister().List(labels.Everything())
+	return err != nil || len(items) > 0
+}
+
 // Admit runs the mutating webhooks on attr, changing its object in place.
 // As kube-apiserver's admission chain does, it runs them a second time
 // when a webhook with reinvocationPolicy IfNeeded asks for it.
