@@ -88,6 +88,7 @@ type converter struct {
 	desired []string
 	first   *apiextensionsv1.ConversionReview
 	errs    []string
+	objects []int // objects per review, in order
 }
 
 func (c *converter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -113,6 +114,7 @@ func (c *converter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	to := review.Request.DesiredAPIVersion
 	c.desired = append(c.desired, to)
+	c.objects = append(c.objects, len(review.Request.Objects))
 	resp := &apiextensionsv1.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
 	for _, raw := range review.Request.Objects {
 		obj := map[string]interface{}{}
@@ -140,6 +142,13 @@ func (c *converter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// reviewSizes are the numbers of objects of the reviews so far.
+func (c *converter) reviewSizes() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.objects...)
 }
 
 func (c *converter) snapshot() (calls int, sni, desired, errs []string, first *apiextensionsv1.ConversionReview) {
@@ -277,9 +286,14 @@ func TestConversionWebhook(t *testing.T) {
 	if err != nil || !jsonEqual(stored.Object["spec"], map[string]interface{}{"size": int64(5)}) {
 		t.Errorf("s2 through v1: %v %v, want spec {size: 5}", err, stored)
 	}
+	before := len(conv.reviewSizes())
 	list, err := v2.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list through v2: %v", err)
+	}
+	// As kube-apiserver: one review for the objects of the list.
+	if sizes := conv.reviewSizes()[before:]; len(sizes) != 1 || sizes[0] != 2 {
+		t.Errorf("the list through v2 sent reviews of %v objects, want one of 2", sizes)
 	}
 	if len(list.Items) != 2 || list.GetAPIVersion() != "conv.example.com/v2" {
 		t.Fatalf("list through v2: %d items, %s", len(list.Items), list.GetAPIVersion())
@@ -299,11 +313,28 @@ func TestConversionWebhook(t *testing.T) {
 		t.Errorf("s2 through v1 after the v2 update: %v %v, want spec {size: 6}", err, stored)
 	}
 
+	// A deletecollection through v2 answers the deleted objects in v2,
+	// converted together too.
+	before = len(conv.reviewSizes())
+	r := k.do(t, "DELETE", "/apis/conv.example.com/v2/namespaces/default/sprockets", nil)
+	var deleted unstructured.UnstructuredList
+	if err := deleted.UnmarshalJSON(r.Body); r.Code != http.StatusOK || err != nil || len(deleted.Items) != 2 {
+		t.Fatalf("deletecollection through v2: %d %s (%v)", r.Code, r.Body, err)
+	}
+	for _, it := range deleted.Items {
+		if it.GetAPIVersion() != "conv.example.com/v2" || nested(&it, "spec", "replicas") == nil {
+			t.Errorf("deleted through v2: %s %v", it.GetAPIVersion(), it.Object["spec"])
+		}
+	}
+	if sizes := conv.reviewSizes()[before:]; len(sizes) != 1 || sizes[0] != 2 {
+		t.Errorf("the deletecollection through v2 sent reviews of %v objects, want one of 2", sizes)
+	}
+
 	// A CRD whose webhook service the resolver does not know: the
 	// storage version still works, the other fails with a Status.
 	createCRD(t, k, convCRD(t, "gizmos", "Gizmo", "missing", caPEM))
 	const gizmos = "/apis/conv.example.com/%s/namespaces/default/gizmos"
-	r := k.do(t, "POST", fmt.Sprintf(gizmos, "v1"), []byte(`{"apiVersion":"conv.example.com/v1","kind":"Gizmo","metadata":{"name":"g1"},"spec":{"size":1}}`))
+	r = k.do(t, "POST", fmt.Sprintf(gizmos, "v1"), []byte(`{"apiVersion":"conv.example.com/v1","kind":"Gizmo","metadata":{"name":"g1"},"spec":{"size":1}}`))
 	if r.Code != http.StatusCreated {
 		t.Fatalf("create a gizmo through v1: %d %s", r.Code, r.Body)
 	}

@@ -206,9 +206,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		writeError(w, r, err)
 		return
 	}
-	if err := onEveryCore(len(items), func(i int) error {
-		return req.res.Strategy.Convert(items[i], req.version)
-	}); err != nil {
+	if err := convertAll(req.res.Strategy, items, req.version); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -234,6 +232,20 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		}
 		writeObject(w, r, out, http.StatusOK, list)
 	}
+}
+
+// convertAll converts objs to version in place: the versions together
+// when the kind prefers that (a custom resource's conversion webhook),
+// then each object on every core.
+func convertAll(strategy registry.Strategy, objs []*unstructured.Unstructured, version string) error {
+	if lc, ok := strategy.(registry.ListConverter); ok {
+		if err := lc.ConvertVersions(objs, version); err != nil {
+			return err
+		}
+	}
+	return onEveryCore(len(objs), func(i int) error {
+		return strategy.Convert(objs[i], version)
+	})
 }
 
 // listObjects runs a list with kube-apiserver's resourceVersion, limit and
@@ -849,7 +861,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	}
 	// Like kube-apiserver, answer with the list of what was deleted (or
 	// marked for deletion).
-	deleted := make([]interface{}, 0, len(items))
+	var outs []*unstructured.Unstructured
 	for _, obj := range items {
 		item := *req
 		item.namespace, item.name, item.inCollection = obj.GetNamespace(), obj.GetName(), true
@@ -861,10 +873,14 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 			writeError(w, r, err)
 			return
 		}
-		if err := req.res.Strategy.Convert(out, req.version); err != nil {
-			writeError(w, r, err)
-			return
-		}
+		outs = append(outs, out)
+	}
+	if err := convertAll(req.res.Strategy, outs, req.version); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	deleted := make([]interface{}, 0, len(outs))
+	for _, out := range outs {
 		deleted = append(deleted, out.Object)
 	}
 	writeObject(w, r, output{}, http.StatusOK, map[string]interface{}{

@@ -58,6 +58,8 @@ type strategy struct {
 	storageVersion string
 	versions       map[string]*version
 	converter      runtime.ObjectConvertor
+	// webhookConversion: the converter calls the CRD's webhook.
+	webhookConversion bool
 }
 
 // kubeStrategy is the part of apiextensions-apiserver's custom resource
@@ -214,6 +216,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		return nil, err
 	}
 	s.converter = safe
+	s.webhookConversion = crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
 	return res, nil
 }
 
@@ -284,6 +287,43 @@ func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
 	if ver, ok := s.versions[v]; ok {
 		structuralpruning.Prune(obj.Object, ver.structural, true)
 		structuraldefaulting.Default(obj.Object, ver.structural)
+	}
+	return nil
+}
+
+// ConvertVersions sends the objects of objs not yet in version v to the
+// CRD's conversion webhook in one ConversionReview. Without a webhook it
+// leaves them to Convert: changing apiVersion takes no round trip.
+func (s *strategy) ConvertVersions(objs []*unstructured.Unstructured, v string) error {
+	if !s.webhookConversion {
+		return nil
+	}
+	gv := schema.GroupVersion{Group: s.gk.Group, Version: v}
+	var convert []*unstructured.Unstructured
+	for _, obj := range objs {
+		if obj.GetAPIVersion() != gv.String() {
+			convert = append(convert, obj)
+		}
+	}
+	if len(convert) < 2 {
+		return nil // Convert does one alone
+	}
+	// The converter takes a list in the version it converts to.
+	list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": gv.String(), "kind": s.gk.Kind + "List"}}
+	list.Items = make([]unstructured.Unstructured, len(convert))
+	for i, obj := range convert {
+		list.Items[i] = *obj
+	}
+	out, err := s.converter.ConvertToVersion(list, gv)
+	if err != nil {
+		return err
+	}
+	converted, ok := out.(*unstructured.UnstructuredList)
+	if !ok || len(converted.Items) != len(convert) {
+		return fmt.Errorf("conversion of %d objects returned %T", len(convert), out)
+	}
+	for i, obj := range convert {
+		obj.Object = converted.Items[i].Object
 	}
 	return nil
 }

@@ -71,6 +71,16 @@ type DeleteStrategy interface {
 	HoldsDeletion(obj *unstructured.Unstructured) bool
 }
 
+// ListConverter is implemented by the strategies of kinds whose objects
+// are better converted together than one by one: a custom resource's
+// conversion webhook gets one ConversionReview for a list, as
+// kube-apiserver sends.
+type ListConverter interface {
+	// ConvertVersions converts objs to version in place, the versions only;
+	// Convert does the rest (and leaves the versions as they are).
+	ConvertVersions(objs []*unstructured.Unstructured, version string) error
+}
+
 // TableConvertor prints a kind's objects as kube-apiserver's Table.
 type TableConvertor struct {
 	Columns []metav1.TableColumnDefinition
