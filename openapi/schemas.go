@@ -54,11 +54,10 @@ var (
 
 var refPattern = regexp.MustCompile(`"\$ref":"#/(?:definitions|components/schemas)/([^"]+)"`)
 
-// schemasFor returns the definitions of kinds and of everything they
-// reference, each kind's marked with its group, version and kind as
-// kube-apiserver marks them (x-kubernetes-group-version-kind).
-func schemasFor(defs map[string]*spec.Schema, kinds []Kind) map[string]any {
-	out := map[string]any{}
+// reachable returns the definitions of defs named by roots and of
+// everything they reference, as JSON.
+func reachable(defs map[string]*spec.Schema, roots []string) map[string][]byte {
+	out := map[string][]byte{}
 	var visit func(name string)
 	visit = func(name string) {
 		if _, done := out[name]; done {
@@ -72,20 +71,35 @@ func schemasFor(defs map[string]*spec.Schema, kinds []Kind) map[string]any {
 		if err != nil {
 			return
 		}
-		var m map[string]any
-		if json.Unmarshal(data, &m) != nil {
-			return
-		}
-		out[name] = m
+		out[name] = data
 		for _, match := range refPattern.FindAllSubmatch(data, -1) {
 			visit(string(match[1]))
 		}
 	}
+	for _, name := range roots {
+		visit(name)
+	}
+	return out
+}
+
+// schemasFor returns the definitions of kinds and of everything they
+// reference, each kind's marked with its group, version and kind as
+// kube-apiserver marks them (x-kubernetes-group-version-kind).
+func schemasFor(defs map[string]*spec.Schema, kinds []Kind) map[string]any {
+	var roots []string
+	for _, k := range kinds {
+		roots = append(roots, definitionName(k.Group, k.Version, k.Kind), definitionName(k.Group, k.Version, k.Kind+"List"))
+	}
+	out := map[string]any{}
+	for name, data := range reachable(defs, roots) {
+		var m map[string]any
+		if json.Unmarshal(data, &m) == nil {
+			out[name] = m
+		}
+	}
 	for _, k := range kinds {
 		for _, kind := range []string{k.Kind, k.Kind + "List"} {
-			name := definitionName(k.Group, k.Version, kind)
-			visit(name)
-			if m, ok := out[name].(map[string]any); ok {
+			if m, ok := out[definitionName(k.Group, k.Version, kind)].(map[string]any); ok {
 				m[gvkExtension] = []any{map[string]any{"group": k.Group, "version": k.Version, "kind": kind}}
 			}
 		}
