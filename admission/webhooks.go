@@ -11,7 +11,6 @@ import (
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
@@ -20,6 +19,7 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Webhooks calls the mutating and validating admission webhooks of the
@@ -36,6 +36,8 @@ type Webhooks struct {
 	mutating   *mutating.Plugin
 	validating *validating.Plugin
 	started    bool
+	// The caches HasMutating and HasPolicyBindings look into, once started.
+	mutatingConfigs, policyBindings cache.Store
 }
 
 // allowAll answers every authorization check as for kapi's admin identity
@@ -86,10 +88,10 @@ func NewWebhooks(resolver webhookutil.ServiceResolver) (*Webhooks, error) {
 func (w *Webhooks) Start(ctx context.Context) error {
 	// The informers the plugins use, before the factory starts them.
 	w.factory.Core().V1().Namespaces().Informer()
-	w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	w.mutatingConfigs = w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer().GetStore()
 	w.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
 	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
-	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()
+	w.policyBindings = w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer().GetStore()
 	w.factory.Resource().V1beta2().DeviceClasses().Informer()
 	w.factory.Start(ctx.Done())
 	// The factory's own WaitForCacheSync polls every 100 ms, a start-up
@@ -188,8 +190,7 @@ func (w *Webhooks) HasMutating() bool {
 	if !w.started {
 		return true // unknown yet: assume there may be
 	}
-	items, err := w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Lister().List(labels.Everything())
-	return err != nil || len(items) > 0
+	return len(w.mutatingConfigs.ListKeys()) > 0
 }
 
 // HasPolicyBindings tells whether any ValidatingAdmissionPolicyBinding
@@ -198,8 +199,7 @@ func (w *Webhooks) HasPolicyBindings() bool {
 	if !w.started {
 		return true // unknown yet: assume there may be
 	}
-	items, err := w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Lister().List(labels.Everything())
-	return err != nil || len(items) > 0
+	return len(w.policyBindings.ListKeys()) > 0
 }
 
 // Admit runs the mutating webhooks on attr, changing its object in place.
