@@ -18,7 +18,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/kapi-dev/kapi/admission"
 	"github.com/kapi-dev/kapi/admission/webhook"
 	"github.com/kapi-dev/kapi/server"
 	"github.com/kapi-dev/kapi/server/builtin"
@@ -107,21 +106,7 @@ func serve() error {
 		}
 		opts.Path = filepath.Join(*dataDir, "kapi.db")
 	}
-	resolver, err := webhook.ParseServiceResolver(*serviceResolver)
-	if err != nil {
-		return err
-	}
-	// The admission webhook plugins build (their CEL environments take
-	// milliseconds) while the store opens.
-	var webhooks *admission.Webhooks
-	var webhooksErr error
-	built := make(chan struct{})
-	go func() {
-		defer close(built)
-		webhooks, webhooksErr = admission.NewWebhooks(resolver)
-	}()
 	store, err := storage.Open(ctx, opts)
-	<-built
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -134,10 +119,11 @@ func serve() error {
 		}
 	}()
 
-	if webhooksErr != nil {
-		return webhooksErr
+	resolver, err := webhook.ParseServiceResolver(*serviceResolver)
+	if err != nil {
+		return err
 	}
-	srvOpts := server.Options{Webhooks: webhooks, BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics,
+	srvOpts := server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics,
 		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight, RequestTimeout: *requestTimeout, Profiling: *profiling}
 	if *auditLogPath != "" {
 		f, err := os.OpenFile(*auditLogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)

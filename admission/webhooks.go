@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -30,14 +31,25 @@ import (
 // AdmissionReview v1/v1beta1, patches and warnings. The plugins read the
 // configurations and namespaces from informer caches that kapi feeds from
 // its store (Observe), not through a loopback client.
+//
+// The plugins are built with the first webhook configuration: their CEL
+// environments take milliseconds of CPU and megabytes of memory that a
+// kapi without webhooks never needs.
 type Webhooks struct {
-	cache      *fake.Clientset
-	factory    informers.SharedInformerFactory
+	cache    *fake.Clientset
+	factory  informers.SharedInformerFactory
+	resolver webhookutil.ServiceResolver
+	plugins  func() (*webhookPlugins, error)
+	started  bool
+	stop     <-chan struct{} // the caches', once started
+	// The caches HasMutating, hasValidating and HasPolicyBindings look
+	// into, once started.
+	mutatingConfigs, validatingConfigs, policyBindings cache.Store
+}
+
+type webhookPlugins struct {
 	mutating   *mutating.Plugin
 	validating *validating.Plugin
-	started    bool
-	// The caches HasMutating and HasPolicyBindings look into, once started.
-	mutatingConfigs, policyBindings cache.Store
 }
 
 // allowAll answers every authorization check as for kapi's admin identity
@@ -48,40 +60,54 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 	return authorizer.DecisionAllow, "", nil
 }
 
-// NewWebhooks builds the webhook plugins. resolver resolves
+// NewWebhooks returns the webhooks over empty caches. resolver resolves
 // clientConfig.service references.
 func NewWebhooks(resolver webhookutil.ServiceResolver) (*Webhooks, error) {
-	w := &Webhooks{cache: fake.NewSimpleClientset()}
+	w := &Webhooks{cache: fake.NewSimpleClientset(), resolver: resolver}
 	w.factory = informers.NewSharedInformerFactory(w.cache, 0)
-	// Each plugin builds its CEL environments (milliseconds of kapi's
-	// start): the two side by side.
+	w.plugins = sync.OnceValues(w.buildPlugins)
+	return w, nil
+}
+
+// buildPlugins builds the plugins over the caches. Observe builds them
+// before the first configuration reaches the caches: a plugin is ready
+// once its handler has taken what the caches held when it was added, and
+// one that is not yet ready makes a request wait for its readiness check's
+// next 100 ms tick.
+func (w *Webhooks) buildPlugins() (*webhookPlugins, error) {
+	p := &webhookPlugins{}
+	// Each plugin builds its CEL environments: the two side by side.
 	var mutatingErr error
 	built := make(chan struct{})
 	go func() {
 		defer close(built)
-		w.mutating, mutatingErr = mutating.NewMutatingWebhook(nil)
+		p.mutating, mutatingErr = mutating.NewMutatingWebhook(nil)
 	}()
 	var err error
-	w.validating, err = validating.NewValidatingAdmissionWebhook(nil)
+	p.validating, err = validating.NewValidatingAdmissionWebhook(nil)
 	<-built
 	if err = errors.Join(mutatingErr, err); err != nil {
 		return nil, err
 	}
-	w.mutating.SetServiceResolver(resolver)
-	w.validating.SetServiceResolver(resolver)
-	w.mutating.SetExternalKubeClientSet(w.cache)
-	w.validating.SetExternalKubeClientSet(w.cache)
-	w.mutating.SetAuthorizer(allowAll{})
-	w.validating.SetAuthorizer(allowAll{})
-	w.mutating.SetExternalKubeInformerFactory(w.factory)
-	w.validating.SetExternalKubeInformerFactory(w.factory)
-	if err := w.mutating.ValidateInitialization(); err != nil {
+	p.mutating.SetServiceResolver(w.resolver)
+	p.validating.SetServiceResolver(w.resolver)
+	p.mutating.SetExternalKubeClientSet(w.cache)
+	p.validating.SetExternalKubeClientSet(w.cache)
+	p.mutating.SetAuthorizer(allowAll{})
+	p.validating.SetAuthorizer(allowAll{})
+	p.mutating.SetExternalKubeInformerFactory(w.factory)
+	p.validating.SetExternalKubeInformerFactory(w.factory)
+	if err := p.mutating.ValidateInitialization(); err != nil {
 		return nil, err
 	}
-	if err := w.validating.ValidateInitialization(); err != nil {
+	if err := p.validating.ValidateInitialization(); err != nil {
 		return nil, err
 	}
-	return w, nil
+	if w.started {
+		// Starts any cache the plugins asked for that Start did not.
+		w.factory.Start(w.stop)
+	}
+	return p, nil
 }
 
 // Start runs the caches until ctx ends and waits for their first sync.
@@ -89,11 +115,12 @@ func (w *Webhooks) Start(ctx context.Context) error {
 	// The informers the plugins use, before the factory starts them.
 	w.factory.Core().V1().Namespaces().Informer()
 	w.mutatingConfigs = w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer().GetStore()
-	w.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
+	w.validatingConfigs = w.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().GetStore()
 	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
 	w.policyBindings = w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer().GetStore()
 	w.factory.Resource().V1beta2().DeviceClasses().Informer()
-	w.factory.Start(ctx.Done())
+	w.stop = ctx.Done()
+	w.factory.Start(w.stop)
 	// The factory's own WaitForCacheSync polls every 100 ms, a start-up
 	// delay as long as the rest of kapi's start: poll every millisecond.
 	for {
@@ -130,6 +157,9 @@ func (w *Webhooks) ActiveNamespace(name string) bool {
 
 // Observe feeds a stored namespace, admission configuration or
 // DeviceClass (its current state, or its deletion) to the plugins' caches.
+// Once Start has run, call it only while Start's context lasts: the first
+// webhook configuration builds the plugins, and a stopped cache refuses
+// their handlers.
 func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 	t := w.cache.Tracker()
 	var gvr = corev1.SchemeGroupVersion.WithResource("namespaces")
@@ -139,8 +169,14 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 		name = o.Name
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
 		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), o.Name
+		if _, err := w.plugins(); err != nil {
+			return err
+		}
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), o.Name
+		if _, err := w.plugins(); err != nil {
+			return err
+		}
 	case *admissionregistrationv1.ValidatingAdmissionPolicy:
 		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), o.Name
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
@@ -193,6 +229,12 @@ func (w *Webhooks) HasMutating() bool {
 	return len(w.mutatingConfigs.ListKeys()) > 0
 }
 
+// hasValidating tells whether any ValidatingWebhookConfiguration exists:
+// with none, Validate calls no webhook.
+func (w *Webhooks) hasValidating() bool {
+	return !w.started || len(w.validatingConfigs.ListKeys()) > 0
+}
+
 // HasPolicyBindings tells whether any ValidatingAdmissionPolicyBinding
 // exists: with none, no policy applies to any request.
 func (w *Webhooks) HasPolicyBindings() bool {
@@ -206,12 +248,19 @@ func (w *Webhooks) HasPolicyBindings() bool {
 // As kube-apiserver's admission chain does, it runs them a second time
 // when a webhook with reinvocationPolicy IfNeeded asks for it.
 func (w *Webhooks) Admit(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
-	if !w.mutating.Handles(attr.GetOperation()) {
+	if !w.HasMutating() {
+		return nil
+	}
+	p, err := w.plugins()
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if !p.mutating.Handles(attr.GetOperation()) {
 		return nil
 	}
 	// WithAudit copies the webhooks' audit annotations to the request's
 	// audit event.
-	mutating := admission.WithAudit(w.mutating).(admission.MutationInterface)
+	mutating := admission.WithAudit(p.mutating).(admission.MutationInterface)
 	if err := mutating.Admit(ctx, attr, o); err != nil {
 		return err
 	}
@@ -224,10 +273,17 @@ func (w *Webhooks) Admit(ctx context.Context, attr admission.Attributes, o admis
 
 // Validate runs the validating webhooks on attr.
 func (w *Webhooks) Validate(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
-	if !w.validating.Handles(attr.GetOperation()) {
+	if !w.hasValidating() {
 		return nil
 	}
-	return admission.WithAudit(w.validating).(admission.ValidationInterface).Validate(ctx, attr, o)
+	p, err := w.plugins()
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if !p.validating.Handles(attr.GetOperation()) {
+		return nil
+	}
+	return admission.WithAudit(p.validating).(admission.ValidationInterface).Validate(ctx, attr, o)
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -79,11 +79,17 @@ func (s *Server) startAdmission(ctx context.Context) error {
 			}
 		}
 	}
-	if err := s.webhooks.Start(ctx); err != nil {
+	// The caches run until the feed below has stopped: feeding the first
+	// webhook configuration builds the webhook plugins, which add their
+	// handlers to the caches, and a stopped cache refuses a handler.
+	cachesCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
+	if err := s.webhooks.Start(cachesCtx); err != nil {
+		stopCaches()
 		return err
 	}
 	var err error
 	if s.policies, err = kapiadmission.NewPolicies(ctx, s.webhooks, paramsClient{s}, restMapper{s}); err != nil {
+		stopCaches()
 		return err
 	}
 	go func() {
@@ -91,6 +97,7 @@ func (s *Server) startAdmission(ctx context.Context) error {
 		feed.cond.Broadcast()
 	}()
 	go func() {
+		defer stopCaches()
 		for {
 			feed.mu.Lock()
 			for len(feed.events) == 0 && ctx.Err() == nil {

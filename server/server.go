@@ -90,10 +90,6 @@ type Options struct {
 	// Profiling serves Go's profiles at /debug/pprof/ (kube-apiserver's
 	// --profiling).
 	Profiling bool
-	// Webhooks are the admission webhook plugins, built ahead (kapi's
-	// main builds them while the store opens: each plugin's CEL
-	// environments take milliseconds); New builds them when nil.
-	Webhooks *admission.Webhooks
 }
 
 // New returns a Server over store serving the resources of reg.
@@ -119,10 +115,8 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
 		return nil, err
 	}
-	if s.webhooks = opts.Webhooks; s.webhooks == nil {
-		if s.webhooks, err = admission.NewWebhooks(opts.ServiceResolver); err != nil {
-			return nil, err
-		}
+	if s.webhooks, err = admission.NewWebhooks(opts.ServiceResolver); err != nil {
+		return nil, err
 	}
 	s.policyStatus = newPolicyStatusController(s)
 	return s, nil
