@@ -334,9 +334,11 @@ func TestConversionWebhook(t *testing.T) {
 	// storage version still works, the other fails with a Status.
 	createCRD(t, k, convCRD(t, "gizmos", "Gizmo", "missing", caPEM))
 	const gizmos = "/apis/conv.example.com/%s/namespaces/default/gizmos"
-	r = k.do(t, "POST", fmt.Sprintf(gizmos, "v1"), []byte(`{"apiVersion":"conv.example.com/v1","kind":"Gizmo","metadata":{"name":"g1"},"spec":{"size":1}}`))
-	if r.Code != http.StatusCreated {
-		t.Fatalf("create a gizmo through v1: %d %s", r.Code, r.Body)
+	for _, name := range []string{"g0", "g1"} {
+		r = k.do(t, "POST", fmt.Sprintf(gizmos, "v1"), []byte(`{"apiVersion":"conv.example.com/v1","kind":"Gizmo","metadata":{"name":"`+name+`"},"spec":{"size":1}}`))
+		if r.Code != http.StatusCreated {
+			t.Fatalf("create gizmo %s through v1: %d %s", name, r.Code, r.Body)
+		}
 	}
 	const convFailed = "conversion webhook for conv.example.com/v1, Kind=Gizmo failed: "
 	for _, p := range []string{fmt.Sprintf(gizmos, "v2") + "/g1", fmt.Sprintf(gizmos, "v2")} {
@@ -356,6 +358,12 @@ func TestConversionWebhook(t *testing.T) {
 	r = k.do(t, "GET", fmt.Sprintf(gizmos, "v2")+"/g1", nil)
 	if st := r.Status(t); r.Code != http.StatusInternalServerError || st.Reason != metav1.StatusReasonUnknown || !strings.HasPrefix(st.Message, convFailed) {
 		t.Errorf("GET g1 through v2: %d reason %q message %q, want 500, reason \"\" and a message starting %q", r.Code, st.Reason, st.Message, convFailed)
+	}
+	// The list's two objects go to the webhook together: its failure is
+	// the list's, a 500 as well.
+	r = k.do(t, "GET", fmt.Sprintf(gizmos, "v2"), nil)
+	if st := r.Status(t); r.Code != http.StatusInternalServerError || !strings.HasPrefix(st.Message, "conversion webhook for conv.example.com/v2, Kind=GizmoList failed: ") {
+		t.Errorf("LIST gizmos through v2: %d message %q, want 500 and the converter's message", r.Code, st.Message)
 	}
 	r = k.do(t, "POST", fmt.Sprintf(gizmos, "v2"), []byte(`{"apiVersion":"conv.example.com/v2","kind":"Gizmo","metadata":{"name":"g2"},"spec":{"replicas":1}}`))
 	if st := r.Status(t); r.Code < 400 || st.Code != int32(r.Code) || !strings.Contains(st.Message, "conversion webhook for conv.example.com/v2, Kind=Gizmo failed") {
