@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// startup: five fresh kapis, each timed from exec to the first 200 on
+// startup: nine fresh kapis, each timed from exec to the first 200 on
 // /readyz, then from POSTing the Widget CRD to the first Widget created.
+// The slowest start is reported beside the median: a stall in some starts
+// (a 100 ms readiness poll hit in half of them did) hides in the median.
 func (b *bench) startup() error {
-	const runs = 5
+	const runs = 9
 	var ready, crdToCR, startToCR []time.Duration
 	for i := 0; i < runs; i++ {
 		k, err := startKapi(b.bin, b.tmp, kapiArgs(b.sync)...)
@@ -29,9 +31,11 @@ func (b *bench) startup() error {
 		crdToCR = append(crdToCR, d)
 		startToCR = append(startToCR, firstCR.Sub(k.Started))
 	}
-	b.r.atMost("start → /readyz 200 (median of 5 starts)", median(ready), "ms", 50)
-	b.r.atMost("POST CRD → first custom resource created (median of 5)", median(crdToCR), "ms", 50)
-	b.r.add("start → first custom resource created (median of 5)", median(startToCR), "ms")
+	b.r.atMost("start → /readyz 200 (median of 9 starts)", median(ready), "ms", 50)
+	b.r.add("start → /readyz 200 (slowest of the 9)", percentile(ready, 100), "ms")
+	b.r.atMost("POST CRD → first custom resource created (median of 9)", median(crdToCR), "ms", 50)
+	b.r.add("POST CRD → first custom resource created (slowest of the 9)", percentile(crdToCR, 100), "ms")
+	b.r.add("start → first custom resource created (median of 9)", median(startToCR), "ms")
 	return nil
 }
 
