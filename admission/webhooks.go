@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -40,8 +41,11 @@ type Webhooks struct {
 	factory  informers.SharedInformerFactory
 	resolver webhookutil.ServiceResolver
 	plugins  func() (*webhookPlugins, error)
-	started  bool
-	stop     <-chan struct{} // the caches', once started
+	// started is set once Start has synced the caches; what Start set
+	// before it (stop, the stores below) is then visible to whoever
+	// reads it true. Controllers write while Start runs.
+	started atomic.Bool
+	stop    <-chan struct{} // the caches', once started
 	// The caches HasMutating, hasValidating and HasPolicyBindings look
 	// into, once started.
 	mutatingConfigs, validatingConfigs, policyBindings cache.Store
@@ -103,7 +107,7 @@ func (w *Webhooks) buildPlugins() (*webhookPlugins, error) {
 	if err := p.validating.ValidateInitialization(); err != nil {
 		return nil, err
 	}
-	if w.started {
+	if w.started.Load() {
 		// Starts any cache the plugins asked for that Start did not.
 		w.factory.Start(w.stop)
 	}
@@ -137,7 +141,7 @@ func (w *Webhooks) Start(ctx context.Context) error {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	w.started = true
+	w.started.Store(true)
 	return nil
 }
 
@@ -148,7 +152,7 @@ var expired = func() chan struct{} { c := make(chan struct{}); close(c); return 
 // false means only that the caches cannot vouch for it (not there yet, or
 // terminating): ask the store.
 func (w *Webhooks) ActiveNamespace(name string) bool {
-	if !w.started {
+	if !w.started.Load() {
 		return false
 	}
 	ns, err := w.factory.Core().V1().Namespaces().Lister().Get(name)
@@ -196,7 +200,7 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 	} else if err = t.Update(gvr, obj, ns); isNotFound(err) {
 		err = t.Add(obj)
 	}
-	if err != nil || !w.started {
+	if err != nil || !w.started.Load() {
 		return err
 	}
 	// Wait until the informer has taken the change, so that the fake
@@ -223,7 +227,7 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 // HasMutating tells whether any MutatingWebhookConfiguration exists: with
 // none, Admit changes nothing.
 func (w *Webhooks) HasMutating() bool {
-	if !w.started {
+	if !w.started.Load() {
 		return true // unknown yet: assume there may be
 	}
 	return len(w.mutatingConfigs.ListKeys()) > 0
@@ -232,13 +236,13 @@ func (w *Webhooks) HasMutating() bool {
 // hasValidating tells whether any ValidatingWebhookConfiguration exists:
 // with none, Validate calls no webhook.
 func (w *Webhooks) hasValidating() bool {
-	return !w.started || len(w.validatingConfigs.ListKeys()) > 0
+	return !w.started.Load() || len(w.validatingConfigs.ListKeys()) > 0
 }
 
 // HasPolicyBindings tells whether any ValidatingAdmissionPolicyBinding
 // exists: with none, no policy applies to any request.
 func (w *Webhooks) HasPolicyBindings() bool {
-	if !w.started {
+	if !w.started.Load() {
 		return true // unknown yet: assume there may be
 	}
 	return len(w.policyBindings.ListKeys()) > 0
