@@ -39,7 +39,11 @@ func (s *Server) buildGVDocuments() (map[string][]byte, error) {
 	for _, res := range s.reg.All() {
 		for _, v := range res.Versions {
 			p := openapi.GroupVersionPath(res.Group, v)
-			if doc, ok := res.OpenAPIV3[v]; ok {
+			if res.OpenAPIV3 != nil {
+				doc, err := res.OpenAPIV3(v)
+				if err != nil {
+					return nil, err
+				}
 				custom[p] = append(custom[p], doc)
 				continue
 			}
@@ -121,7 +125,12 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 	var custom []*spec.Swagger
 	for _, res := range s.reg.All() {
 		for _, v := range res.Versions {
-			if doc, ok := res.OpenAPIV2[v]; ok {
+			if res.OpenAPIV2 != nil {
+				doc, err := res.OpenAPIV2(v)
+				if err != nil {
+					writeError(w, r, err)
+					return
+				}
 				custom = append(custom, doc)
 				continue
 			}

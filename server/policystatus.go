@@ -130,11 +130,11 @@ type customResourceSchemas struct{ s *Server }
 
 func (r customResourceSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	res, ok := r.s.resourceForKind(gvk)
-	if !ok || res.OpenAPIV3[gvk.Version] == nil {
+	if !ok || res.OpenAPIV3 == nil {
 		return nil, fmt.Errorf("cannot resolve %v: %w", gvk, resolver.ErrSchemaNotFound)
 	}
-	doc := res.OpenAPIV3[gvk.Version]
-	if doc.Components == nil {
+	doc, err := res.OpenAPIV3(gvk.Version)
+	if err != nil || doc.Components == nil {
 		return nil, fmt.Errorf("cannot resolve %v: %w", gvk, resolver.ErrSchemaNotFound)
 	}
 	for name, s := range doc.Components.Schemas {

@@ -8,6 +8,7 @@ package customresource
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
@@ -99,8 +100,6 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		Custom:     true,
 		// Custom resources take no strategic merge patch (no GoType: 415).
 		VersionTables:       map[string]registry.TableConvertor{},
-		OpenAPIV3:           map[string]*spec3.OpenAPI{},
-		OpenAPIV2:           map[string]*spec.Swagger{},
 		DeprecationWarnings: map[string]string{},
 	}
 	for _, v := range crd.Spec.Versions {
@@ -203,14 +202,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 	if res.TypeConverter, err = openapi.CustomResourceTypeConverter(crd); err != nil {
 		return nil, fmt.Errorf("schemas of %s for server-side apply: %w", crd.Name, err)
 	}
-	for _, v := range res.Versions {
-		if res.OpenAPIV3[v], err = openapi.CustomResourceV3(crd, v); err != nil {
-			return nil, err
-		}
-		if res.OpenAPIV2[v], err = openapi.CustomResourceV2(crd, v); err != nil {
-			return nil, err
-		}
-	}
+	res.OpenAPIV3, res.OpenAPIV2 = openAPIDocuments(crd.DeepCopy(), res.Versions)
 	safe, _, err := converters.NewConverter(crd)
 	if err != nil {
 		return nil, err
@@ -218,6 +210,32 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 	s.converter = safe
 	s.webhookConversion = crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
 	return res, nil
+}
+
+// openAPIDocuments returns the OpenAPI documents of the served versions of
+// crd, each built on first use: a version's take milliseconds (~4 ms for
+// v2 and v3), which a CRD's establishing (and its first custom resource)
+// need not wait for; only /openapi and policy type checking read them.
+func openAPIDocuments(crd *apiextensionsv1.CustomResourceDefinition, versions []string) (v3 func(string) (*spec3.OpenAPI, error), v2 func(string) (*spec.Swagger, error)) {
+	v3s := map[string]func() (*spec3.OpenAPI, error){}
+	v2s := map[string]func() (*spec.Swagger, error){}
+	for _, v := range versions {
+		v3s[v] = sync.OnceValues(func() (*spec3.OpenAPI, error) { return openapi.CustomResourceV3(crd, v) })
+		v2s[v] = sync.OnceValues(func() (*spec.Swagger, error) { return openapi.CustomResourceV2(crd, v) })
+	}
+	v3 = func(v string) (*spec3.OpenAPI, error) {
+		if build, ok := v3s[v]; ok {
+			return build()
+		}
+		return nil, fmt.Errorf("%s serves no version %q", crd.Name, v)
+	}
+	v2 = func(v string) (*spec.Swagger, error) {
+		if build, ok := v2s[v]; ok {
+			return build()
+		}
+		return nil, fmt.Errorf("%s serves no version %q", crd.Name, v)
+	}
+	return v3, v2
 }
 
 // tableFrom adapts apiextensions-apiserver's table convertor of a version.

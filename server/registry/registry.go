@@ -106,10 +106,11 @@ type Resource struct {
 	// VersionTables, when set, holds the Table of each version (custom
 	// resources print per-version columns); Table serves otherwise.
 	VersionTables map[string]TableConvertor
-	// OpenAPIV3 and OpenAPIV2 hold, per served version, the published
-	// OpenAPI documents of kinds that bring their own (custom resources).
-	OpenAPIV3 map[string]*spec3.OpenAPI
-	OpenAPIV2 map[string]*spec.Swagger
+	// OpenAPIV3 and OpenAPIV2 return, per served version, the published
+	// OpenAPI documents of kinds that bring their own (custom resources),
+	// built on first use; nil for the other kinds.
+	OpenAPIV3 func(version string) (*spec3.OpenAPI, error)
+	OpenAPIV2 func(version string) (*spec.Swagger, error)
 	// Scale is set when the resource has a /scale subresource.
 	Scale *Scale
 	// Custom is true for the resources of CRDs.
