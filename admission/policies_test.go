@@ -23,10 +23,7 @@ import (
 func TestPoliciesApplyWhileBound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := NewWebhooks(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := NewWebhooks(nil)
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

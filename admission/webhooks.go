@@ -66,11 +66,11 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 
 // NewWebhooks returns the webhooks over empty caches. resolver resolves
 // clientConfig.service references.
-func NewWebhooks(resolver webhookutil.ServiceResolver) (*Webhooks, error) {
+func NewWebhooks(resolver webhookutil.ServiceResolver) *Webhooks {
 	w := &Webhooks{cache: fake.NewSimpleClientset(), resolver: resolver}
 	w.factory = informers.NewSharedInformerFactory(w.cache, 0)
 	w.plugins = sync.OnceValues(w.buildPlugins)
-	return w, nil
+	return w
 }
 
 // buildPlugins builds the plugins over the caches. Observe builds them
@@ -226,26 +226,20 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 
 // HasMutating tells whether any MutatingWebhookConfiguration exists: with
 // none, Admit changes nothing.
-func (w *Webhooks) HasMutating() bool {
-	if !w.started.Load() {
-		return true // unknown yet: assume there may be
-	}
-	return len(w.mutatingConfigs.ListKeys()) > 0
-}
+func (w *Webhooks) HasMutating() bool { return w.mayHold(w.mutatingConfigs) }
 
 // hasValidating tells whether any ValidatingWebhookConfiguration exists:
 // with none, Validate calls no webhook.
-func (w *Webhooks) hasValidating() bool {
-	return !w.started.Load() || len(w.validatingConfigs.ListKeys()) > 0
-}
+func (w *Webhooks) hasValidating() bool { return w.mayHold(w.validatingConfigs) }
 
 // HasPolicyBindings tells whether any ValidatingAdmissionPolicyBinding
 // exists: with none, no policy applies to any request.
-func (w *Webhooks) HasPolicyBindings() bool {
-	if !w.started.Load() {
-		return true // unknown yet: assume there may be
-	}
-	return len(w.policyBindings.ListKeys()) > 0
+func (w *Webhooks) HasPolicyBindings() bool { return w.mayHold(w.policyBindings) }
+
+// mayHold tells whether the cache store may hold an object: before Start
+// it is unknown, so it may.
+func (w *Webhooks) mayHold(store cache.Store) bool {
+	return !w.started.Load() || len(store.ListKeys()) > 0
 }
 
 // Admit runs the mutating webhooks on attr, changing its object in place.

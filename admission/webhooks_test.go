@@ -75,10 +75,7 @@ func TestWebhooksFromTheFirstConfiguration(t *testing.T) {
 	for _, atStart := range []bool{true, false} {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		w, err := NewWebhooks(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := NewWebhooks(nil)
 		if err := w.Observe(defaultNamespace, false); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +95,7 @@ func TestWebhooksFromTheFirstConfiguration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		err = validateConfigMapCreate(ctx, w)
+		err := validateConfigMapCreate(ctx, w)
 		if err == nil || !strings.Contains(err.Error(), "denied by the test webhook") {
 			t.Errorf("configuration stored at start %v: %v, want the webhook's denial", atStart, err)
 		}

@@ -115,9 +115,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
 		return nil, err
 	}
-	if s.webhooks, err = admission.NewWebhooks(opts.ServiceResolver); err != nil {
-		return nil, err
-	}
+	s.webhooks = admission.NewWebhooks(opts.ServiceResolver)
 	s.policyStatus = newPolicyStatusController(s)
 	return s, nil
 }

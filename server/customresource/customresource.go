@@ -217,25 +217,23 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 // v2 and v3), which a CRD's establishing (and its first custom resource)
 // need not wait for; only /openapi and policy type checking read them.
 func openAPIDocuments(crd *apiextensionsv1.CustomResourceDefinition, versions []string) (v3 func(string) (*spec3.OpenAPI, error), v2 func(string) (*spec.Swagger, error)) {
-	v3s := map[string]func() (*spec3.OpenAPI, error){}
-	v2s := map[string]func() (*spec.Swagger, error){}
+	return perVersion(crd, versions, openapi.CustomResourceV3), perVersion(crd, versions, openapi.CustomResourceV2)
+}
+
+// perVersion returns build(crd, version) for the served versions, each
+// built once, on first use.
+func perVersion[T any](crd *apiextensionsv1.CustomResourceDefinition, versions []string, build func(*apiextensionsv1.CustomResourceDefinition, string) (T, error)) func(string) (T, error) {
+	built := map[string]func() (T, error){}
 	for _, v := range versions {
-		v3s[v] = sync.OnceValues(func() (*spec3.OpenAPI, error) { return openapi.CustomResourceV3(crd, v) })
-		v2s[v] = sync.OnceValues(func() (*spec.Swagger, error) { return openapi.CustomResourceV2(crd, v) })
+		built[v] = sync.OnceValues(func() (T, error) { return build(crd, v) })
 	}
-	v3 = func(v string) (*spec3.OpenAPI, error) {
-		if build, ok := v3s[v]; ok {
-			return build()
+	return func(v string) (T, error) {
+		if get, ok := built[v]; ok {
+			return get()
 		}
-		return nil, fmt.Errorf("%s serves no version %q", crd.Name, v)
+		var zero T
+		return zero, fmt.Errorf("%s serves no version %q", crd.Name, v)
 	}
-	v2 = func(v string) (*spec.Swagger, error) {
-		if build, ok := v2s[v]; ok {
-			return build()
-		}
-		return nil, fmt.Errorf("%s serves no version %q", crd.Name, v)
-	}
-	return v3, v2
 }
 
 // tableFrom adapts apiextensions-apiserver's table convertor of a version.
