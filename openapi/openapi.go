@@ -78,7 +78,7 @@ func V3(group, version string, kinds []Kind) map[string]any {
 		"openapi":    "3.0.0",
 		"info":       map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
 		"paths":      paths,
-		"components": map[string]any{"schemas": schemasFor(definitionsV3(), kinds)},
+		"components": map[string]any{"schemas": schemasFor("#/components/schemas/", kinds)},
 	}
 }
 
@@ -95,6 +95,6 @@ func V2(kinds []Kind) map[string]any {
 		"swagger":     "2.0",
 		"info":        map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
 		"paths":       paths,
-		"definitions": schemasFor(definitionsV2(), kinds),
+		"definitions": schemasFor("#/definitions/", kinds),
 	}
 }
