@@ -45,7 +45,10 @@ var scheme = func() *runtime.Scheme {
 // version holds what one version of a CRD needs.
 type version struct {
 	structural *structuralschema.Structural
-	table      registry.TableConvertor
+	// hasDefaults tells whether the schema sets a default anywhere:
+	// without one, defaulting changes nothing and is skipped.
+	hasDefaults bool
+	table       registry.TableConvertor
 	// kube and kubeStatus are apiextensions-apiserver's rules of the
 	// version (its schema, CEL rules, subresources).
 	kube       kubeStrategy
@@ -132,7 +135,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		if err != nil {
 			return nil, fmt.Errorf("version %s of %s: %v", v.Name, crd.Name, err)
 		}
-		ver := &version{structural: structural}
+		ver := &version{structural: structural, hasDefaults: hasDefaults(structural)}
 		columns := v.AdditionalPrinterColumns
 		if len(columns) == 0 {
 			columns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
@@ -280,8 +283,34 @@ func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []
 	if err := schemaobjectmeta.Coerce(nil, obj, ver.structural, true, false); err != nil {
 		return nil, nil, err
 	}
-	structuraldefaulting.Default(obj, ver.structural)
+	ver.applyDefaults(obj)
 	return &unstructured.Unstructured{Object: obj}, strict, nil
+}
+
+// applyDefaults sets the defaults of v's schema in obj.
+func (v *version) applyDefaults(obj map[string]interface{}) {
+	if v.hasDefaults {
+		structuraldefaulting.Default(obj, v.structural)
+	}
+}
+
+// hasDefaults tells whether s or a schema under it sets a default.
+func hasDefaults(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasDefaults(s.Items)
 }
 
 // Convert converts obj to v with the CRD's converter, then prunes and
@@ -302,7 +331,7 @@ func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
 	}
 	if ver, ok := s.versions[v]; ok {
 		structuralpruning.Prune(obj.Object, ver.structural, true)
-		structuraldefaulting.Default(obj.Object, ver.structural)
+		ver.applyDefaults(obj.Object)
 	}
 	return nil
 }
