@@ -99,7 +99,7 @@ func serve() error {
 	reg := registry.New()
 	builtin.Register(reg)
 	metrics := server.NewMetrics()
-	opts := metrics.StorageHooks(storage.Options{InMemory: *inMemory, Durable: *syncMode == "full", QuotaBytes: *storageQuota})
+	opts := metrics.StorageHooks(storage.Options{InMemory: *inMemory, Durable: *syncMode == "full", QuotaBytes: *storageQuota, Log: log})
 	if !*inMemory {
 		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 			return err

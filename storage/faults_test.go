@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // bigEnc renders an object of about 8 KiB.
@@ -194,5 +196,49 @@ func TestFullStoreUnderConcurrentWriters(t *testing.T) {
 		if !revs[r] {
 			t.Errorf("revision %d is missing: revisions must have no gaps", r)
 		}
+	}
+}
+
+// lockedBuffer is a log destination the checkpointer's goroutine writes
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A background checkpoint that fails is logged once, and writes go on.
+func TestFailingCheckpointIsLogged(t *testing.T) {
+	ctx := context.Background()
+	var logged lockedBuffer
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "kapi.db"), Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The checkpointer's connection gone: every checkpoint fails.
+	s.db.checkpointer.Close()
+	for i := 0; i < 3*checkpointAfter; i++ {
+		mustCreate(t, s, Key{Resource: "g/things", Name: fmt.Sprintf("obj-%d", i)}, i)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logged.String(), "WAL checkpoint failed"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint failure logged; log: %q", logged.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := strings.Count(logged.String(), "WAL checkpoint failed"); n != 1 {
+		t.Errorf("the failure was logged %d times, want once while it lasts; log: %q", n, logged.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -151,6 +152,9 @@ type Options struct {
 	OnCommit func(time.Duration)
 	// OnCompact, when set, is told how long each compaction took.
 	OnCompact func(time.Duration)
+	// Log, when set, is told of failures in the background: when
+	// checkpoints start failing and when they succeed again.
+	Log *slog.Logger
 }
 
 // Stats are figures of the store, for metrics.
@@ -205,16 +209,25 @@ const checkpointAfter = 64
 // checkpoint stays as a backstop at a higher threshold.
 func (s *Store) runCheckpoints() {
 	defer close(s.checkpointsDone)
+	failing := false
 	for {
 		select {
 		case <-s.stopCheckpoints:
 			return
 		case <-s.wrote:
 		}
-		// A failed checkpoint (SQLITE_BUSY while the writer's backstop
-		// runs one, a full disk) loses nothing: the next wake-up retries,
-		// and the writer's own checkpoint remains.
-		_ = s.db.checkpoint()
+		// A failed checkpoint (an I/O error, a full disk) loses nothing:
+		// the WAL grows, the next wake-up retries, and the writer's own
+		// checkpoint remains. It is logged when it starts and stops.
+		err := s.db.checkpoint()
+		if s.opts.Log != nil && (err != nil) != failing {
+			if err != nil {
+				s.opts.Log.Warn("WAL checkpoint failed: the write-ahead log grows until one succeeds", "err", err)
+			} else {
+				s.opts.Log.Info("WAL checkpoints succeed again")
+			}
+		}
+		failing = err != nil
 	}
 }
 
