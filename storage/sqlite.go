@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"time"
@@ -211,13 +210,14 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 		return nil, errors.New("storage: no database path")
 	}
 	q := url.Values{}
-	if _, err := os.Stat(opts.Path); errors.Is(err, fs.ErrNotExist) {
-		if err := createDatabase(ctx, opts.Path); err != nil {
-			return nil, err
-		}
-	}
 	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
+	// A new database gets 8 KiB pages: they hold five ~1.5 KiB objects
+	// where SQLite's default 4 KiB pages hold two. The page size is fixed
+	// when the first page is written, which switching to WAL does: the
+	// driver runs the _pragma list before the _journal_mode key. (On an
+	// existing database page_size changes nothing.)
+	q.Add("_pragma", "page_size(8192)")
+	q.Set("_journal_mode", "WAL")
 	// The store checkpoints in the background (runCheckpoints); the
 	// writer's own automatic checkpoint, inside a commit, is the backstop
 	// if that falls behind: past 4 MiB of WAL (500 pages of 8 KiB).
@@ -290,25 +290,6 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// createDatabase creates an empty database file with 8 KiB pages: they
-// hold five ~1.5 KiB objects where SQLite's default 4 KiB pages hold two.
-// The page size is fixed when the first page is written, before WAL mode
-// (the driver would set journal_mode first from the DSN).
-func createDatabase(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	for _, stmt := range []string{`PRAGMA page_size = 8192`, `PRAGMA journal_mode = WAL`} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("create %s: %s: %w", path, stmt, err)
-		}
-	}
-	return nil
 }
 
 // schemaCurrent tells whether db's schema is the newest migration's.

@@ -85,3 +85,27 @@ func TestCheckpointsInTheBackground(t *testing.T) {
 		}
 	}
 }
+
+// A new database file is in WAL mode with 8 KiB pages, and keeps both
+// when reopened.
+func TestNewDatabaseLayout(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kapi.db")
+	for _, round := range []string{"new", "reopened"} {
+		s := openFile(t, path)
+		var pageSize int
+		var mode string
+		if err := s.db.reader.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.reader.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if pageSize != 8192 || mode != "wal" {
+			t.Errorf("%s: page_size %d, journal_mode %s; want 8192, wal", round, pageSize, mode)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
