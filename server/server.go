@@ -416,8 +416,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "code", rec.code,
-			"latency", time.Since(start), "userAgent", r.UserAgent())
+		// Checked first: the arguments would be boxed even when off.
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "code", rec.code,
+				"latency", time.Since(start), "userAgent", r.UserAgent())
+		}
 	})
 }
 
