@@ -226,20 +226,21 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 
 // HasMutating tells whether any MutatingWebhookConfiguration exists: with
 // none, Admit changes nothing.
-func (w *Webhooks) HasMutating() bool { return w.mayHold(w.mutatingConfigs) }
+func (w *Webhooks) HasMutating() bool { return w.mayHold(&w.mutatingConfigs) }
 
 // hasValidating tells whether any ValidatingWebhookConfiguration exists:
 // with none, Validate calls no webhook.
-func (w *Webhooks) hasValidating() bool { return w.mayHold(w.validatingConfigs) }
+func (w *Webhooks) hasValidating() bool { return w.mayHold(&w.validatingConfigs) }
 
 // HasPolicyBindings tells whether any ValidatingAdmissionPolicyBinding
 // exists: with none, no policy applies to any request.
-func (w *Webhooks) HasPolicyBindings() bool { return w.mayHold(w.policyBindings) }
+func (w *Webhooks) HasPolicyBindings() bool { return w.mayHold(&w.policyBindings) }
 
 // mayHold tells whether the cache store may hold an object: before Start
-// it is unknown, so it may.
-func (w *Webhooks) mayHold(store cache.Store) bool {
-	return !w.started.Load() || len(store.ListKeys()) > 0
+// it is unknown, so it may. store points at one of the fields Start sets:
+// it is read only once started says Start has set it.
+func (w *Webhooks) mayHold(store *cache.Store) bool {
+	return !w.started.Load() || len((*store).ListKeys()) > 0
 }
 
 // Admit runs the mutating webhooks on attr, changing its object in place.

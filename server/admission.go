@@ -92,6 +92,7 @@ func (s *Server) startAdmission(ctx context.Context) error {
 		stopCaches()
 		return err
 	}
+	close(s.policiesSet)
 	go func() {
 		<-ctx.Done()
 		feed.cond.Broadcast()
@@ -298,6 +299,11 @@ func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
 // validateAdmission runs, in kube-apiserver's order, the validating
 // admission policies and the validating webhooks on a write.
 func (s *Server) validateAdmission(ctx context.Context, attr admission.Attributes) error {
+	select {
+	case <-s.policiesSet:
+	case <-ctx.Done():
+		return apierrors.NewServiceUnavailable("admission is not started yet")
+	}
 	if err := s.policies.Validate(ctx, attr, objectInterfaces{s}); err != nil {
 		return err
 	}

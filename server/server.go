@@ -43,11 +43,14 @@ type Server struct {
 	log   *slog.Logger
 	opts  Options
 
-	finalizer     *finalizer
-	crds          *crdController
-	policyStatus  *policyStatusController
-	webhooks      *admission.Webhooks
+	finalizer    *finalizer
+	crds         *crdController
+	policyStatus *policyStatusController
+	webhooks     *admission.Webhooks
+	// policies is set by Start, which then closes policiesSet: a
+	// controller's write while Start runs waits for it.
 	policies      *admission.Policies
+	policiesSet   chan struct{}
 	fieldManagers fieldManagers
 	// equivalent caches equivalentResources for a registry generation.
 	equivalentMu  sync.Mutex
@@ -109,7 +112,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	if opts.ServiceResolver == nil {
 		opts.ServiceResolver, _ = webhook.ParseServiceResolver("")
 	}
-	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{})}
+	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{}), policiesSet: make(chan struct{})}
 	s.finalizer = newFinalizer(s)
 	var err error
 	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
