@@ -46,6 +46,21 @@ func TestOpenAPIExplain(t *testing.T) {
 		t.Fatalf("/openapi/v3 does not list the CRD's group version: %s", root.Body)
 	}
 	hashBefore := paths.Paths["apis/explain.example.com/v1"].URL
+	v2Before := k.do(t, "GET", "/openapi/v2", nil)
+	if v2Before.Code != 200 || !strings.Contains(string(v2Before.Body), "com.example.explain.v1.Gizmo") {
+		t.Fatalf("GET /openapi/v2: %d, without the CRD's definition", v2Before.Code)
+	}
+	// Both documents answer a request that still holds with 304, as
+	// kube-apiserver does.
+	for path, doc := range map[string]httpResult{"/openapi/v2": v2Before, docPath: before} {
+		etag := doc.Header.Get("Etag")
+		if etag == "" || doc.Header.Get("Last-Modified") == "" {
+			t.Fatalf("GET %s: no Etag or Last-Modified: %v", path, doc.Header)
+		}
+		if again := k.do(t, "GET", path, nil, "If-None-Match: "+etag); again.Code != 304 || len(again.Body) != 0 {
+			t.Errorf("GET %s with If-None-Match of its own ETag: %d with %d bytes, want 304 and none", path, again.Code, len(again.Body))
+		}
+	}
 
 	// A new field in the schema shows in the document and in explain.
 	waitFor(t, "the schema update", func() bool {
@@ -70,6 +85,11 @@ func TestOpenAPIExplain(t *testing.T) {
 	root = k.do(t, "GET", "/openapi/v3", nil)
 	if err := json.Unmarshal(root.Body, &paths); err != nil || paths.Paths["apis/explain.example.com/v1"].URL == hashBefore {
 		t.Errorf("the document's hash did not change: %s", paths.Paths["apis/explain.example.com/v1"].URL)
+	}
+	// The v2 document follows too; the old ETag no longer holds.
+	v2After := k.do(t, "GET", "/openapi/v2", nil, "If-None-Match: "+v2Before.Header.Get("Etag"))
+	if v2After.Code != 200 || !strings.Contains(string(v2After.Body), "gizmo's colour") {
+		t.Errorf("GET /openapi/v2 after the schema change, with the old ETag: %d, new field shown: %v", v2After.Code, strings.Contains(string(v2After.Body), "gizmo's colour"))
 	}
 	waitFor(t, "kubectl explain to show the new field", func() bool {
 		out, _, err := k.kubectl(t, "explain", "gizmos.spec.colour")

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -16,21 +18,48 @@ import (
 )
 
 // gvDocuments returns the OpenAPI v3 document of every served group
-// version, keyed by its path ("apis/<group>/<version>", "api/v1"), as JSON.
-// They are built again only when the registry changes.
-func (s *Server) gvDocuments() (map[string][]byte, error) {
+// version, keyed by its path ("apis/<group>/<version>", "api/v1"), as JSON,
+// and when they were built. They are built again only when the registry
+// changes.
+func (s *Server) gvDocuments() (map[string][]byte, time.Time, error) {
 	gen := s.reg.Generation()
 	s.openapiMu.Lock()
 	defer s.openapiMu.Unlock()
 	if s.openapiDocs != nil && s.openapiGen == gen {
-		return s.openapiDocs, nil
+		return s.openapiDocs, s.openapiBuilt, nil
 	}
 	docs, err := s.buildGVDocuments()
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	s.openapiDocs, s.openapiGen = docs, gen
-	return docs, nil
+	s.openapiDocs, s.openapiGen, s.openapiBuilt = docs, gen, time.Now()
+	return docs, s.openapiBuilt, nil
+}
+
+// v2Document returns the OpenAPI v2 document and when it was built; as
+// the v3 documents, it is built again only when the registry changes.
+func (s *Server) v2Document() ([]byte, time.Time, error) {
+	gen := s.reg.Generation()
+	s.openapiMu.Lock()
+	defer s.openapiMu.Unlock()
+	if s.openapiV2 != nil && s.openapiV2Gen == gen {
+		return s.openapiV2, s.openapiV2Built, nil
+	}
+	data, err := s.buildV2Document()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	s.openapiV2, s.openapiV2Gen, s.openapiV2Built = data, gen, time.Now()
+	return data, s.openapiV2Built, nil
+}
+
+// serveDocument writes an OpenAPI document with its ETag and the time it
+// was built, as kube-apiserver does: a request whose If-None-Match or
+// If-Modified-Since still holds gets 304 Not Modified.
+func serveDocument(w http.ResponseWriter, r *http.Request, data []byte, built time.Time) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Etag", `"`+hashOf(data)+`"`)
+	http.ServeContent(w, r, "", built, bytes.NewReader(data))
 }
 
 func (s *Server) buildGVDocuments() (map[string][]byte, error) {
@@ -77,7 +106,7 @@ func hashOf(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) 
 // serveOpenAPIV3Root answers /openapi/v3: the paths of every group version
 // with the hash clients cache them by.
 func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
-	docs, err := s.gvDocuments()
+	docs, _, err := s.gvDocuments()
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -92,7 +121,7 @@ func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
 // serveOpenAPIV3 answers /openapi/v3/<api|apis/group>/<version>.
 func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	want := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3/"), "/")
-	docs, err := s.gvDocuments()
+	docs, built, err := s.gvDocuments()
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -102,15 +131,12 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFoundPath(r))
 		return
 	}
-	hash := hashOf(data)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Etag", `"`+hash+`"`)
-	if r.URL.Query().Get("hash") == hash {
+	if r.URL.Query().Get("hash") == hashOf(data) {
 		w.Header().Set("Cache-Control", "public, immutable")
 	} else {
 		w.Header().Set("Cache-Control", "no-cache, no-store, must-revalidate")
 	}
-	w.Write(data)
+	serveDocument(w, r, data, built)
 }
 
 // serveOpenAPIV2 answers /openapi/v2: the operations of the built-in kinds
@@ -121,6 +147,17 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notAcceptable())
 		return
 	}
+	data, built, err := s.v2Document()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	serveDocument(w, r, data, built)
+}
+
+// buildV2Document builds the /openapi/v2 document: the operations of the
+// built-in kinds and the documents of every served custom resource version.
+func (s *Server) buildV2Document() ([]byte, error) {
 	var kinds []openapi.Kind
 	var custom []*spec.Swagger
 	for _, res := range s.reg.All() {
@@ -128,8 +165,7 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 			if res.OpenAPIV2 != nil {
 				doc, err := res.OpenAPIV2(v)
 				if err != nil {
-					writeError(w, r, err)
-					return
+					return nil, err
 				}
 				custom = append(custom, doc)
 				continue
@@ -141,20 +177,11 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 	static := &spec.Swagger{}
 	raw, _ := json.Marshal(openapi.V2(kinds))
 	if err := json.Unmarshal(raw, static); err != nil {
-		writeError(w, r, err)
-		return
+		return nil, err
 	}
 	merged, err := builder.MergeSpecs(static, custom...)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return nil, err
 	}
-	data, err := json.Marshal(merged)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Etag", `"`+hashOf(data)+`"`)
-	w.Write(data)
+	return json.Marshal(merged)
 }

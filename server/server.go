@@ -56,11 +56,16 @@ type Server struct {
 	equivalentMu  sync.Mutex
 	equivalent    runtime.EquivalentResourceMapper
 	equivalentGen int64
-	// openapiDocs caches the OpenAPI v3 documents for a registry generation.
-	openapiMu   sync.Mutex
-	openapiDocs map[string][]byte
-	openapiGen  int64
-	auditMu     sync.Mutex
+	// openapiDocs caches the OpenAPI v3 documents for a registry
+	// generation, openapiV2 the v2 document, each with when it was built.
+	openapiMu      sync.Mutex
+	openapiDocs    map[string][]byte
+	openapiGen     int64
+	openapiBuilt   time.Time
+	openapiV2      []byte
+	openapiV2Gen   int64
+	openapiV2Built time.Time
+	auditMu        sync.Mutex
 	// published shares the decoding and encoding of a write among the
 	// watchers it is fanned out to.
 	published lastPublished
