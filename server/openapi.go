@@ -19,38 +19,40 @@ import (
 
 // gvDocuments returns the OpenAPI v3 document of every served group
 // version, keyed by its path ("apis/<group>/<version>", "api/v1"), as JSON,
-// and when they were built. They are built again only when the registry
-// changes.
+// and when they were built.
 func (s *Server) gvDocuments() (map[string][]byte, time.Time, error) {
-	gen := s.reg.Generation()
 	s.openapiMu.Lock()
 	defer s.openapiMu.Unlock()
-	if s.openapiDocs != nil && s.openapiGen == gen {
-		return s.openapiDocs, s.openapiBuilt, nil
-	}
-	docs, err := s.buildGVDocuments()
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	s.openapiDocs, s.openapiGen, s.openapiBuilt = docs, gen, time.Now()
-	return docs, s.openapiBuilt, nil
+	return s.openapiV3.get(s.reg.Generation(), s.buildGVDocuments)
 }
 
-// v2Document returns the OpenAPI v2 document and when it was built; as
-// the v3 documents, it is built again only when the registry changes.
+// v2Document returns the OpenAPI v2 document and when it was built.
 func (s *Server) v2Document() ([]byte, time.Time, error) {
-	gen := s.reg.Generation()
 	s.openapiMu.Lock()
 	defer s.openapiMu.Unlock()
-	if s.openapiV2 != nil && s.openapiV2Gen == gen {
-		return s.openapiV2, s.openapiV2Built, nil
+	return s.openapiV2.get(s.reg.Generation(), s.buildV2Document)
+}
+
+// byGeneration holds a value built for one generation of the registry:
+// it is built again only when the served kinds change.
+type byGeneration[T any] struct {
+	value T
+	gen   int64
+	built time.Time // zero until built
+}
+
+// get returns the value for generation gen, building it if needed, and
+// when it was built.
+func (c *byGeneration[T]) get(gen int64, build func() (T, error)) (T, time.Time, error) {
+	if c.built.IsZero() || c.gen != gen {
+		v, err := build()
+		if err != nil {
+			var zero T
+			return zero, time.Time{}, err
+		}
+		c.value, c.gen, c.built = v, gen, time.Now()
 	}
-	data, err := s.buildV2Document()
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	s.openapiV2, s.openapiV2Gen, s.openapiV2Built = data, gen, time.Now()
-	return data, s.openapiV2Built, nil
+	return c.value, c.built, nil
 }
 
 // serveDocument writes an OpenAPI document with its ETag and the time it

@@ -56,16 +56,11 @@ type Server struct {
 	equivalentMu  sync.Mutex
 	equivalent    runtime.EquivalentResourceMapper
 	equivalentGen int64
-	// openapiDocs caches the OpenAPI v3 documents for a registry
-	// generation, openapiV2 the v2 document, each with when it was built.
-	openapiMu      sync.Mutex
-	openapiDocs    map[string][]byte
-	openapiGen     int64
-	openapiBuilt   time.Time
-	openapiV2      []byte
-	openapiV2Gen   int64
-	openapiV2Built time.Time
-	auditMu        sync.Mutex
+	// The OpenAPI documents, v3 by group version path, as JSON.
+	openapiMu sync.Mutex
+	openapiV3 byGeneration[map[string][]byte]
+	openapiV2 byGeneration[[]byte]
+	auditMu   sync.Mutex
 	// published shares the decoding and encoding of a write among the
 	// watchers it is fanned out to.
 	published lastPublished
