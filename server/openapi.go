@@ -55,12 +55,12 @@ func (c *byGeneration[T]) get(gen int64, build func() (T, error)) (T, time.Time,
 	return c.value, c.built, nil
 }
 
-// serveDocument writes an OpenAPI document with its ETag and the time it
-// was built, as kube-apiserver does: a request whose If-None-Match or
-// If-Modified-Since still holds gets 304 Not Modified.
-func serveDocument(w http.ResponseWriter, r *http.Request, data []byte, built time.Time) {
+// serveDocument writes an OpenAPI document with its hash as ETag and the
+// time it was built, as kube-apiserver does: a request whose If-None-Match
+// or If-Modified-Since still holds gets 304 Not Modified.
+func serveDocument(w http.ResponseWriter, r *http.Request, data []byte, hash string, built time.Time) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Etag", `"`+hashOf(data)+`"`)
+	w.Header().Set("Etag", `"`+hash+`"`)
 	http.ServeContent(w, r, "", built, bytes.NewReader(data))
 }
 
@@ -133,12 +133,13 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFoundPath(r))
 		return
 	}
-	if r.URL.Query().Get("hash") == hashOf(data) {
+	hash := hashOf(data)
+	if r.URL.Query().Get("hash") == hash {
 		w.Header().Set("Cache-Control", "public, immutable")
 	} else {
 		w.Header().Set("Cache-Control", "no-cache, no-store, must-revalidate")
 	}
-	serveDocument(w, r, data, built)
+	serveDocument(w, r, data, hash, built)
 }
 
 // serveOpenAPIV2 answers /openapi/v2: the operations of the built-in kinds
@@ -154,7 +155,7 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	serveDocument(w, r, data, built)
+	serveDocument(w, r, data, hashOf(data), built)
 }
 
 // buildV2Document builds the /openapi/v2 document: the operations of the
