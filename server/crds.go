@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +39,60 @@ type crdController struct {
 	served map[string]schema.GroupResource // CRD name → resource it serves
 	// refused holds the CRDs whose names are not all accepted.
 	refused map[string]bool
+	// names holds every stored CRD's group and accepted names, kept from
+	// the store's events (this controller's own status writes included,
+	// as they commit): a CRD's conflicts are found without reading every
+	// other CRD, as kube-apiserver's naming controller reads its cache.
+	names map[string]groupNames
+}
+
+// groupNames is what the naming rules need of a CRD.
+type groupNames struct {
+	group    string
+	accepted apiextensionsv1.CustomResourceDefinitionNames
+}
+
+// groupNamesOf reads a stored CRD's group and accepted names.
+func groupNamesOf(data []byte) (groupNames, error) {
+	var crd struct {
+		Spec struct {
+			Group string `json:"group"`
+		} `json:"spec"`
+		Status struct {
+			AcceptedNames apiextensionsv1.CustomResourceDefinitionNames `json:"acceptedNames"`
+		} `json:"status"`
+	}
+	err := json.Unmarshal(data, &crd)
+	return groupNames{group: crd.Spec.Group, accepted: crd.Status.AcceptedNames}, err
+}
+
+// note records a stored CRD's group and accepted names (nil data: the CRD
+// is gone). Called with mu held.
+func (c *crdController) note(name string, data []byte) {
+	if data == nil {
+		delete(c.names, name)
+		return
+	}
+	n, err := groupNamesOf(data)
+	if err != nil {
+		c.s.log.Warn("reading a stored CRD's names", "crd", name, "err", err)
+		return
+	}
+	c.names[name] = n
+}
+
+// acceptedByOthers returns the names the other CRDs of crd's group have
+// accepted.
+func (c *crdController) acceptedByOthers(crd *apiextensionsv1.CustomResourceDefinition) []apiextensionsv1.CustomResourceDefinitionNames {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []apiextensionsv1.CustomResourceDefinitionNames
+	for name, n := range c.names {
+		if name != crd.Name && n.group == crd.Spec.Group {
+			out = append(out, n.accepted)
+		}
+	}
+	return out
 }
 
 func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdController, error) {
@@ -46,7 +100,7 @@ func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdCont
 	if err != nil {
 		return nil, err
 	}
-	return &crdController{s: s, converters: converters, queue: newWorkQueue[string, struct{}](), served: map[string]schema.GroupResource{}, refused: map[string]bool{}}, nil
+	return &crdController{s: s, converters: converters, queue: newWorkQueue[string, struct{}](), served: map[string]schema.GroupResource{}, refused: map[string]bool{}, names: map[string]groupNames{}}, nil
 }
 
 func (c *crdController) enqueue(name string) { c.queue.add(name, struct{}{}) }
@@ -62,6 +116,11 @@ func (c *crdController) start(ctx context.Context) error {
 		// A change of one CRD may free names another one waits for, as
 		// kube-apiserver's naming controller knows.
 		c.mu.Lock()
+		if ev.Op == storage.OpDeleted {
+			c.note(ev.Object.Name, nil)
+		} else {
+			c.note(ev.Object.Name, ev.Object.Data)
+		}
 		refused := make([]string, 0, len(c.refused))
 		for name := range c.refused {
 			refused = append(refused, name)
@@ -71,16 +130,20 @@ func (c *crdController) start(ctx context.Context) error {
 			c.enqueue(name)
 		}
 	})
-	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+	stored, err := c.s.store.List(ctx, crdStorageResource, storage.ListOptions{})
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	for _, o := range stored.Items {
+		c.note(o.Name, o.Data)
+	}
+	c.mu.Unlock()
 	// Served before the server takes requests; status writes wait for the
 	// queue: a write goes through admission, whose caches start after this.
-	for _, obj := range items {
-		if err := c.sync(ctx, obj.GetName(), false); err != nil {
-			c.s.log.Warn("serving a CRD", "crd", obj.GetName(), "err", err)
+	for _, o := range stored.Items {
+		if err := c.sync(ctx, o.Name, false); err != nil {
+			c.s.log.Warn("serving a CRD", "crd", o.Name, "err", err)
 		}
 	}
 	go c.queue.run(ctx, func(ctx context.Context, name string, _ struct{}) bool {
@@ -112,12 +175,8 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
 		return err
 	}
-	others, err := c.otherCRDs(ctx, crd)
-	if err != nil {
-		return err
-	}
 	updated := crd.DeepCopy()
-	names, namesAccepted, established := acceptNames(crd, others)
+	names, namesAccepted, established := acceptNames(crd, c.acceptedByOthers(crd))
 	updated.Status.AcceptedNames = names
 	apihelpers.SetCRDCondition(updated, namesAccepted)
 	apihelpers.SetCRDCondition(updated, established)
@@ -200,33 +259,12 @@ func (c *crdController) unserve(name string) {
 	}
 }
 
-// otherCRDs returns the other CRDs of crd's group.
-func (c *crdController) otherCRDs(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	res, _ := c.s.reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, obj := range items {
-		other := &apiextensionsv1.CustomResourceDefinition{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, other); err != nil {
-			return nil, err
-		}
-		if other.Name != crd.Name && other.Spec.Group == crd.Spec.Group {
-			out = append(out, other)
-		}
-	}
-	return out, nil
-}
-
 // acceptNames decides, as kube-apiserver's naming controller does, which of
 // the CRD's requested names it may use: a name another CRD of the group has
-// accepted is refused with a condition naming the conflict.
-func acceptNames(in *apiextensionsv1.CustomResourceDefinition, others []*apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+// accepted (others) is refused with a condition naming the conflict.
+func acceptNames(in *apiextensionsv1.CustomResourceDefinition, others []apiextensionsv1.CustomResourceDefinitionNames) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
 	resources, kinds := sets.New[string](), sets.New[string]()
-	for _, o := range others {
-		n := o.Status.AcceptedNames
+	for _, n := range others {
 		resources.Insert(n.Plural, n.Singular)
 		resources.Insert(n.ShortNames...)
 		kinds.Insert(n.Kind, n.ListKind)

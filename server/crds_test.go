@@ -32,7 +32,7 @@ func TestAcceptNames(t *testing.T) {
 	accepted.Status.AcceptedNames = accepted.Spec.Names
 
 	fresh := crdNamed("gadgets", "gadget", "Gadget", "gd")
-	names, cond, est := acceptNames(fresh, []*apiextensionsv1.CustomResourceDefinition{accepted})
+	names, cond, est := acceptNames(fresh, []apiextensionsv1.CustomResourceDefinitionNames{accepted.Status.AcceptedNames})
 	if cond.Status != apiextensionsv1.ConditionTrue || cond.Reason != "NoConflicts" || !reflect.DeepEqual(names, fresh.Spec.Names) {
 		t.Errorf("fresh names: %+v %+v", names, cond)
 	}
@@ -54,7 +54,7 @@ func TestAcceptNames(t *testing.T) {
 		}(), "KindConflict"},
 		{crdNamed("others", "other", "Widget"), "ListKindConflict"}, // the last conflict found is reported, as kube does
 	} {
-		names, cond, est := acceptNames(tc.crd, []*apiextensionsv1.CustomResourceDefinition{accepted})
+		names, cond, est := acceptNames(tc.crd, []apiextensionsv1.CustomResourceDefinitionNames{accepted.Status.AcceptedNames})
 		if cond.Status != apiextensionsv1.ConditionFalse || cond.Reason != tc.reason {
 			t.Errorf("%s: condition %+v, want False %s", tc.crd.Name, cond, tc.reason)
 		}
