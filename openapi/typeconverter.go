@@ -26,6 +26,12 @@ func BuiltinTypeConverter(kinds []Kind) managedfields.TypeConverter {
 	return c
 }
 
+// LazyTypeConverter is the type converter build returns, built on first
+// use (once).
+func LazyTypeConverter(build func() (managedfields.TypeConverter, error)) managedfields.TypeConverter {
+	return lazyTypeConverter{build: sync.OnceValues(build)}
+}
+
 type lazyTypeConverter struct {
 	build func() (managedfields.TypeConverter, error)
 }
