@@ -52,11 +52,21 @@ func startKapi(bin, parent string, args ...string) (*kapiProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startKapiIn(bin, dir, args...)
+}
+
+// startKapiIn is startKapi on the data dir under dir, which may hold a
+// stopped kapi's data.
+func startKapiIn(bin, dir string, args ...string) (*kapiProc, error) {
 	k := &kapiProc{
 		DataDir:    filepath.Join(dir, "data"),
 		Kubeconfig: filepath.Join(dir, "kubeconfig"),
 		log:        &bytes.Buffer{},
 		exited:     make(chan struct{}),
+	}
+	// The port is read from the kubeconfig kapi writes: not a stopped one's.
+	if err := os.Remove(k.Kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	argv := append([]string{"--listen", "127.0.0.1:0", "--data-dir", k.DataDir, "--kubeconfig-out", k.Kubeconfig}, args...)
 	k.cmd = exec.Command(bin, argv...)

@@ -46,7 +46,7 @@ func run() int {
 	jsonOut := flag.String("json", "bench.json", "where to write the figures as JSON (empty: nowhere)")
 	syncMode := flag.String("sync", "normal", "kapi's --sync mode for the main phases (kapi's default is normal); the other mode gets its own create figure")
 	objects := flag.Int("objects", 10000, "objects created in the main phase (the issue's figures are for 10,000)")
-	only := flag.String("phases", "", "comma-separated phases to run, of start-up,main,admission,fresh,compaction,ceiling (default all)")
+	only := flag.String("phases", "", "comma-separated phases to run, of start-up,many-crds,main,admission,fresh,compaction,ceiling (default all)")
 	flag.Parse()
 	if *syncMode != "full" && *syncMode != "normal" {
 		fmt.Fprintln(os.Stderr, "bench: -sync must be full or normal")
@@ -90,6 +90,7 @@ func run() int {
 		run      func() error
 	}{
 		{"start-up", "start-up", b.startup},
+		{"many-crds", "restarts with many CRDs", b.manyCRDs},
 		{"main", "main phase", b.mainPhase},
 		{"admission", "admission", b.admission},
 		{"fresh", "fresh creates per --sync mode", b.freshCreates},

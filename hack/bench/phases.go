@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // startup: nine fresh kapis, each timed from exec to the first 200 on
@@ -37,6 +41,75 @@ func (b *bench) startup() error {
 	b.r.add("POST CRD → first custom resource created (slowest of the 9)", percentile(crdToCR, 100), "ms")
 	b.r.add("start → first custom resource created (median of 9)", median(startToCR), "ms")
 	return nil
+}
+
+// manyCRDs: a kapi holding 200 CRDs (one group, a kind each) restarted 3
+// times, each timed from exec to /readyz 200 and to a custom resource of
+// the last CRD created. A kapi serves every stored CRD before it is ready,
+// so a cost per CRD at start (or one growing with their number) shows here.
+func (b *bench) manyCRDs() error {
+	const n = 200
+	k, err := startKapi(b.bin, b.tmp, kapiArgs(b.sync)...)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(5 * time.Minute)
+	defer cancel()
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	for i := 0; i < n; i++ {
+		if _, err := crds.Create(ctx, numberedCRD(i), metav1.CreateOptions{}); err != nil {
+			return errors.Join(fmt.Errorf("create CRD %d: %w", i, err), k.Stop())
+		}
+	}
+	if _, err := createNumbered(ctx, k, n-1); err != nil {
+		return errors.Join(err, k.Stop())
+	}
+	if err := k.Stop(); err != nil {
+		return err
+	}
+	var ready, toCR []time.Duration
+	for r := 0; r < 3; r++ {
+		again, err := startKapiIn(b.bin, filepath.Dir(k.DataDir), kapiArgs(b.sync)...)
+		if err != nil {
+			return err
+		}
+		created, err := createNumbered(ctx, again, n-1)
+		if err := errors.Join(err, again.Stop()); err != nil {
+			return err
+		}
+		ready = append(ready, again.Ready.Sub(again.Started))
+		toCR = append(toCR, created.Sub(again.Started))
+	}
+	b.r.add("start → /readyz 200 with 200 CRDs stored (median of 3 restarts)", median(ready), "ms")
+	b.r.add("start → a custom resource of the last of the 200 created (median of 3)", median(toCR), "ms")
+	return nil
+}
+
+// numberedCRD is the Widget CRD as Widget<i>, plural widgets<i>.
+func numberedCRD(i int) *apiextensionsv1.CustomResourceDefinition {
+	crd := widgetCRD()
+	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{
+		Plural: fmt.Sprintf("widgets%d", i), Singular: fmt.Sprintf("widget%d", i),
+		Kind: fmt.Sprintf("Widget%d", i), ListKind: fmt.Sprintf("Widget%dList", i),
+	}
+	crd.Name = crd.Spec.Names.Plural + "." + widgetGroup
+	return crd
+}
+
+// createNumbered creates an object of numberedCRD(i), retrying until its
+// resource is served, and tells when it was created.
+func createNumbered(ctx context.Context, k *kapiProc, i int) (time.Time, error) {
+	body := fmt.Appendf(nil, `{"apiVersion":"%s/v1","kind":"Widget%d","metadata":{"generateName":"w-"},"spec":{"size":1}}`, widgetGroup, i)
+	for {
+		_, err := do(ctx, k.REST.Post().AbsPath(fmt.Sprintf("/apis/%s/v1/namespaces/default/widgets%d", widgetGroup, i)).Body(body))
+		if err == nil {
+			return time.Now(), nil
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("a Widget%d: %w", i, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // mainPhase is one kapi: idle memory with the CRD, then the objects'
