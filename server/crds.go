@@ -146,6 +146,11 @@ func (c *crdController) start(ctx context.Context) error {
 			c.s.log.Warn("serving a CRD", "crd", o.Name, "err", err)
 		}
 	}
+	if len(stored.Items) > 0 {
+		if err := c.s.policyStatus.recheckAll(ctx, true); err != nil {
+			return err
+		}
+	}
 	go c.queue.run(ctx, func(ctx context.Context, name string, _ struct{}) bool {
 		if err := c.sync(ctx, name, true); err != nil {
 			c.s.log.Warn("serving a CRD", "crd", name, "err", err)
@@ -195,9 +200,12 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		}
 		served.Terminating = crd.DeletionTimestamp != nil
 		c.serve(name, served)
-		// Policies may be type-checked against this schema.
-		if err := c.s.policyStatus.recheckAll(ctx, true); err != nil {
-			return err
+		// Policies may be type-checked against this schema (start does
+		// it once for all the CRDs it serves).
+		if writes {
+			if err := c.s.policyStatus.recheckAll(ctx, true); err != nil {
+				return err
+			}
 		}
 		// The endpoint is served: now the CRD is Established.
 		if !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
