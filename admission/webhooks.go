@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
@@ -21,6 +23,7 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -49,6 +52,9 @@ type Webhooks struct {
 	// The caches HasMutating, hasValidating and HasPolicyBindings look
 	// into, once started.
 	mutatingConfigs, validatingConfigs, policyBindings cache.Store
+	// watching holds the resources whose caches watch the tracker.
+	watchingMu sync.Mutex
+	watching   map[schema.GroupVersionResource]bool
 }
 
 type webhookPlugins struct {
@@ -67,7 +73,21 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 // NewWebhooks returns the webhooks over empty caches. resolver resolves
 // clientConfig.service references.
 func NewWebhooks(resolver webhookutil.ServiceResolver) *Webhooks {
-	w := &Webhooks{cache: fake.NewSimpleClientset(), resolver: resolver}
+	w := &Webhooks{cache: fake.NewSimpleClientset(), resolver: resolver, watching: map[schema.GroupVersionResource]bool{}}
+	// A cache lists the tracker, then watches it; the tracker's watch
+	// replays nothing, so a change between the two would never reach the
+	// cache. This watch (the fake clientset's own, which it precedes) also
+	// records that the cache watches: Start waits for every cache's.
+	w.cache.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		watcher, err := w.cache.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		w.watchingMu.Lock()
+		w.watching[action.GetResource()] = true
+		w.watchingMu.Unlock()
+		return true, watcher, nil
+	})
 	w.factory = informers.NewSharedInformerFactory(w.cache, 0)
 	w.plugins = sync.OnceValues(w.buildPlugins)
 	return w
@@ -114,7 +134,8 @@ func (w *Webhooks) buildPlugins() (*webhookPlugins, error) {
 	return p, nil
 }
 
-// Start runs the caches until ctx ends and waits for their first sync.
+// Start runs the caches until ctx ends and waits for their first sync
+// and their watches.
 func (w *Webhooks) Start(ctx context.Context) error {
 	// The informers the plugins use, before the factory starts them.
 	w.factory.Core().V1().Namespaces().Informer()
@@ -123,6 +144,14 @@ func (w *Webhooks) Start(ctx context.Context) error {
 	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
 	w.policyBindings = w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer().GetStore()
 	w.factory.Resource().V1beta2().DeviceClasses().Informer()
+	cached := []schema.GroupVersionResource{
+		corev1.SchemeGroupVersion.WithResource("namespaces"),
+		admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"),
+		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"),
+		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"),
+		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"),
+		resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"),
+	}
 	w.stop = ctx.Done()
 	w.factory.Start(w.stop)
 	// The factory's own WaitForCacheSync polls every 100 ms, a start-up
@@ -132,6 +161,11 @@ func (w *Webhooks) Start(ctx context.Context) error {
 		for _, ok := range synced {
 			ready = ready && ok
 		}
+		w.watchingMu.Lock()
+		for _, gvr := range cached {
+			ready = ready && w.watching[gvr]
+		}
+		w.watchingMu.Unlock()
 		if ready {
 			break
 		}

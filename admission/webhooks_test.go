@@ -8,14 +8,17 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 // denyingWebhook answers every AdmissionReview with a denial.
@@ -99,5 +102,28 @@ func TestWebhooksFromTheFirstConfiguration(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "denied by the test webhook") {
 			t.Errorf("configuration stored at start %v: %v, want the webhook's denial", atStart, err)
 		}
+	}
+}
+
+// A change fed right after Start reaches the caches even when their
+// watches start late: the tracker's watch replays nothing from before it,
+// so Start waits until every cache watches.
+func TestStartWaitsForTheCachesWatches(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := NewWebhooks(nil)
+	// Runs before the watch is made: every cache's watch starts late.
+	w.cache.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
+		time.Sleep(100 * time.Millisecond)
+		return false, nil, nil
+	})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Observe(defaultNamespace, false); err != nil {
+		t.Fatalf("a namespace fed right after Start: %v", err)
+	}
+	if !w.ActiveNamespace("default") {
+		t.Error("the namespace fed right after Start is not in the cache")
 	}
 }
