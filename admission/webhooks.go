@@ -55,6 +55,10 @@ type Webhooks struct {
 	// watching holds the resources whose caches watch the tracker.
 	watchingMu sync.Mutex
 	watching   map[schema.GroupVersionResource]bool
+	// taken is closed, and replaced, whenever a cache has taken a change:
+	// Observe waits on it.
+	takenMu sync.Mutex
+	taken   chan struct{}
 }
 
 type webhookPlugins struct {
@@ -73,7 +77,7 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 // NewWebhooks returns the webhooks over empty caches. resolver resolves
 // clientConfig.service references.
 func NewWebhooks(resolver webhookutil.ServiceResolver) *Webhooks {
-	w := &Webhooks{cache: fake.NewSimpleClientset(), resolver: resolver, watching: map[schema.GroupVersionResource]bool{}}
+	w := &Webhooks{cache: fake.NewSimpleClientset(), resolver: resolver, watching: map[schema.GroupVersionResource]bool{}, taken: make(chan struct{})}
 	// A cache lists the tracker, then watches it; the tracker's watch
 	// replays nothing, so a change between the two would never reach the
 	// cache. This watch (the fake clientset's own, which it precedes) also
@@ -151,6 +155,25 @@ func (w *Webhooks) Start(ctx context.Context) error {
 		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"),
 		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"),
 		resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"),
+	}
+	tookChange := func() {
+		w.takenMu.Lock()
+		close(w.taken)
+		w.taken = make(chan struct{})
+		w.takenMu.Unlock()
+	}
+	for _, gvr := range cached {
+		informer, err := w.factory.ForResource(gvr)
+		if err != nil {
+			return err
+		}
+		if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { tookChange() },
+			UpdateFunc: func(any, any) { tookChange() },
+			DeleteFunc: func(any) { tookChange() },
+		}); err != nil {
+			return err
+		}
 	}
 	w.stop = ctx.Done()
 	w.factory.Start(w.stop)
@@ -248,14 +271,23 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 	if !deleted {
 		want = obj.(metav1.Object).GetResourceVersion()
 	}
-	for i := 0; i < 1000; i++ {
-		item, exists, _ := informer.Informer().GetStore().GetByKey(name)
+	store := informer.Informer().GetStore()
+	timeout := time.NewTimer(time.Second)
+	defer timeout.Stop()
+	for {
+		w.takenMu.Lock()
+		next := w.taken
+		w.takenMu.Unlock()
+		item, exists, _ := store.GetByKey(name)
 		if (deleted && !exists) || (exists && item.(metav1.Object).GetResourceVersion() == want) {
 			return nil
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case <-next: // a cache took a change: look again
+		case <-timeout.C:
+			return fmt.Errorf("admission cache did not take %s %s", gvr.Resource, name)
+		}
 	}
-	return fmt.Errorf("admission cache did not take %s %s", gvr.Resource, name)
 }
 
 // HasMutating tells whether any MutatingWebhookConfiguration exists: with
