@@ -17,17 +17,26 @@ import (
 	"github.com/kapi-dev/kapi/openapi"
 )
 
+// document is an OpenAPI document as served: its JSON and the hash clients
+// cache it by (ETag, the v3 index's ?hash=), computed once.
+type document struct {
+	data []byte
+	hash string
+}
+
+func newDocument(data []byte) document { return document{data: data, hash: hashOf(data)} }
+
 // gvDocuments returns the OpenAPI v3 document of every served group
-// version, keyed by its path ("apis/<group>/<version>", "api/v1"), as JSON,
-// and when they were built.
-func (s *Server) gvDocuments() (map[string][]byte, time.Time, error) {
+// version, keyed by its path ("apis/<group>/<version>", "api/v1"), and when
+// they were built.
+func (s *Server) gvDocuments() (map[string]document, time.Time, error) {
 	s.openapiMu.Lock()
 	defer s.openapiMu.Unlock()
 	return s.openapiV3.get(s.reg.Generation(), s.buildGVDocuments)
 }
 
 // v2Document returns the OpenAPI v2 document and when it was built.
-func (s *Server) v2Document() ([]byte, time.Time, error) {
+func (s *Server) v2Document() (document, time.Time, error) {
 	s.openapiMu.Lock()
 	defer s.openapiMu.Unlock()
 	return s.openapiV2.get(s.reg.Generation(), s.buildV2Document)
@@ -58,13 +67,13 @@ func (c *byGeneration[T]) get(gen int64, build func() (T, error)) (T, time.Time,
 // serveDocument writes an OpenAPI document with its hash as ETag and the
 // time it was built, as kube-apiserver does: a request whose If-None-Match
 // or If-Modified-Since still holds gets 304 Not Modified.
-func serveDocument(w http.ResponseWriter, r *http.Request, data []byte, hash string, built time.Time) {
+func serveDocument(w http.ResponseWriter, r *http.Request, doc document, built time.Time) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Etag", `"`+hash+`"`)
-	http.ServeContent(w, r, "", built, bytes.NewReader(data))
+	w.Header().Set("Etag", `"`+doc.hash+`"`)
+	http.ServeContent(w, r, "", built, bytes.NewReader(doc.data))
 }
 
-func (s *Server) buildGVDocuments() (map[string][]byte, error) {
+func (s *Server) buildGVDocuments() (map[string]document, error) {
 	builtin := map[string][]openapi.Kind{}
 	custom := map[string][]*spec3.OpenAPI{}
 	for _, res := range s.reg.All() {
@@ -81,13 +90,13 @@ func (s *Server) buildGVDocuments() (map[string][]byte, error) {
 			builtin[p] = append(builtin[p], openapi.Kind{Group: res.Group, Version: v, Kind: res.Kind, Plural: res.Plural, Namespaced: res.Namespaced, Status: res.Status})
 		}
 	}
-	out := map[string][]byte{}
+	out := map[string]document{}
 	for p, kinds := range builtin {
 		data, err := json.Marshal(openapi.V3(kinds[0].Group, kinds[0].Version, kinds))
 		if err != nil {
 			return nil, err
 		}
-		out[p] = data
+		out[p] = newDocument(data)
 	}
 	for p, docs := range custom {
 		merged, err := builder.MergeSpecsV3(docs...)
@@ -98,7 +107,7 @@ func (s *Server) buildGVDocuments() (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[p] = data
+		out[p] = newDocument(data)
 	}
 	return out, nil
 }
@@ -114,8 +123,8 @@ func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	paths := map[string]any{}
-	for p, data := range docs {
-		paths[p] = map[string]string{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + hashOf(data)}
+	for p, doc := range docs {
+		paths[p] = map[string]string{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + doc.hash}
 	}
 	writeObject(w, r, output{}, http.StatusOK, map[string]any{"paths": paths})
 }
@@ -128,18 +137,17 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	data, ok := docs[want]
+	doc, ok := docs[want]
 	if !ok {
 		writeError(w, r, notFoundPath(r))
 		return
 	}
-	hash := hashOf(data)
-	if r.URL.Query().Get("hash") == hash {
+	if r.URL.Query().Get("hash") == doc.hash {
 		w.Header().Set("Cache-Control", "public, immutable")
 	} else {
 		w.Header().Set("Cache-Control", "no-cache, no-store, must-revalidate")
 	}
-	serveDocument(w, r, data, hash, built)
+	serveDocument(w, r, doc, built)
 }
 
 // serveOpenAPIV2 answers /openapi/v2: the operations of the built-in kinds
@@ -150,17 +158,17 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notAcceptable())
 		return
 	}
-	data, built, err := s.v2Document()
+	doc, built, err := s.v2Document()
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	serveDocument(w, r, data, hashOf(data), built)
+	serveDocument(w, r, doc, built)
 }
 
 // buildV2Document builds the /openapi/v2 document: the operations of the
 // built-in kinds and the documents of every served custom resource version.
-func (s *Server) buildV2Document() ([]byte, error) {
+func (s *Server) buildV2Document() (document, error) {
 	var kinds []openapi.Kind
 	var custom []*spec.Swagger
 	for _, res := range s.reg.All() {
@@ -168,7 +176,7 @@ func (s *Server) buildV2Document() ([]byte, error) {
 			if res.OpenAPIV2 != nil {
 				doc, err := res.OpenAPIV2(v)
 				if err != nil {
-					return nil, err
+					return document{}, err
 				}
 				custom = append(custom, doc)
 				continue
@@ -180,11 +188,15 @@ func (s *Server) buildV2Document() ([]byte, error) {
 	static := &spec.Swagger{}
 	raw, _ := json.Marshal(openapi.V2(kinds))
 	if err := json.Unmarshal(raw, static); err != nil {
-		return nil, err
+		return document{}, err
 	}
 	merged, err := builder.MergeSpecs(static, custom...)
 	if err != nil {
-		return nil, err
+		return document{}, err
 	}
-	return json.Marshal(merged)
+	data, err := json.Marshal(merged)
+	if err != nil {
+		return document{}, err
+	}
+	return newDocument(data), nil
 }

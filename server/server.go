@@ -58,8 +58,8 @@ type Server struct {
 	equivalentGen int64
 	// The OpenAPI documents, v3 by group version path, as JSON.
 	openapiMu sync.Mutex
-	openapiV3 byGeneration[map[string][]byte]
-	openapiV2 byGeneration[[]byte]
+	openapiV3 byGeneration[map[string]document]
+	openapiV2 byGeneration[document]
 	auditMu   sync.Mutex
 	// published shares the decoding and encoding of a write among the
 	// watchers it is fanned out to.
