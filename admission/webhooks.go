@@ -138,31 +138,31 @@ func (w *Webhooks) buildPlugins() (*webhookPlugins, error) {
 	return p, nil
 }
 
+// The resources the plugins read from caches: namespaces (for
+// namespaceSelector), their configurations, and the built-in kinds a policy
+// may take its params from.
+var (
+	namespacesResource    = corev1.SchemeGroupVersion.WithResource("namespaces")
+	mutatingResource      = admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations")
+	validatingResource    = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations")
+	policiesResource      = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+	bindingsResource      = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
+	deviceClassesResource = resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses")
+	cachedResources       = []schema.GroupVersionResource{namespacesResource, mutatingResource, validatingResource, policiesResource, bindingsResource, deviceClassesResource}
+)
+
 // Start runs the caches until ctx ends and waits for their first sync
 // and their watches.
 func (w *Webhooks) Start(ctx context.Context) error {
-	// The informers the plugins use, before the factory starts them.
-	w.factory.Core().V1().Namespaces().Informer()
-	w.mutatingConfigs = w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer().GetStore()
-	w.validatingConfigs = w.factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().GetStore()
-	w.factory.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()
-	w.policyBindings = w.factory.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer().GetStore()
-	w.factory.Resource().V1beta2().DeviceClasses().Informer()
-	cached := []schema.GroupVersionResource{
-		corev1.SchemeGroupVersion.WithResource("namespaces"),
-		admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"),
-		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"),
-		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"),
-		admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"),
-		resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"),
-	}
 	tookChange := func() {
 		w.takenMu.Lock()
 		close(w.taken)
 		w.taken = make(chan struct{})
 		w.takenMu.Unlock()
 	}
-	for _, gvr := range cached {
+	// The informers the plugins use, before the factory starts them.
+	stores := map[schema.GroupVersionResource]cache.Store{}
+	for _, gvr := range cachedResources {
 		informer, err := w.factory.ForResource(gvr)
 		if err != nil {
 			return err
@@ -174,7 +174,9 @@ func (w *Webhooks) Start(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
+		stores[gvr] = informer.Informer().GetStore()
 	}
+	w.mutatingConfigs, w.validatingConfigs, w.policyBindings = stores[mutatingResource], stores[validatingResource], stores[bindingsResource]
 	w.stop = ctx.Done()
 	w.factory.Start(w.stop)
 	// The factory's own WaitForCacheSync polls every 100 ms, a start-up
@@ -185,7 +187,7 @@ func (w *Webhooks) Start(ctx context.Context) error {
 			ready = ready && ok
 		}
 		w.watchingMu.Lock()
-		for _, gvr := range cached {
+		for _, gvr := range cachedResources {
 			ready = ready && w.watching[gvr]
 		}
 		w.watchingMu.Unlock()
@@ -223,29 +225,29 @@ func (w *Webhooks) ActiveNamespace(name string) bool {
 // their handlers.
 func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 	t := w.cache.Tracker()
-	var gvr = corev1.SchemeGroupVersion.WithResource("namespaces")
+	gvr := namespacesResource
 	var ns, name string
 	switch o := obj.(type) {
 	case *corev1.Namespace:
 		name = o.Name
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
-		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), o.Name
+		gvr, name = mutatingResource, o.Name
 		if _, err := w.plugins(); err != nil {
 			return err
 		}
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
-		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"), o.Name
+		gvr, name = validatingResource, o.Name
 		if _, err := w.plugins(); err != nil {
 			return err
 		}
 	case *admissionregistrationv1.ValidatingAdmissionPolicy:
-		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"), o.Name
+		gvr, name = policiesResource, o.Name
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
-		gvr, name = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings"), o.Name
+		gvr, name = bindingsResource, o.Name
 	case *resourcev1beta2.DeviceClass:
 		// A possible policy param: the policy plugin reads built-in kinds
 		// client-go knows from these caches.
-		gvr, name = resourcev1beta2.SchemeGroupVersion.WithResource("deviceclasses"), o.Name
+		gvr, name = deviceClassesResource, o.Name
 	default:
 		return fmt.Errorf("admission: cannot observe %T", obj)
 	}
