@@ -267,26 +267,24 @@ func (s *Server) resourceForKind(gvk schema.GroupVersionKind) (*registry.Resourc
 //
 // The mapping is rebuilt only when the registry changes.
 func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
-	gen := s.reg.Generation()
 	s.equivalentMu.Lock()
 	defer s.equivalentMu.Unlock()
-	if s.equivalent != nil && s.equivalentGen == gen {
-		return s.equivalent
-	}
-	m := runtime.NewEquivalentResourceRegistry()
-	for _, res := range s.reg.All() {
-		for _, v := range res.Versions {
-			gvr := schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural}
-			m.RegisterKindFor(gvr, "", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
-			if res.Status {
-				m.RegisterKindFor(gvr, "status", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
-			}
-			if res.Scale != nil {
-				m.RegisterKindFor(gvr, "scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
+	m, _, _ := s.equivalent.get(s.reg.Generation(), func() (runtime.EquivalentResourceMapper, error) {
+		m := runtime.NewEquivalentResourceRegistry()
+		for _, res := range s.reg.All() {
+			for _, v := range res.Versions {
+				gvr := schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural}
+				m.RegisterKindFor(gvr, "", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
+				if res.Status {
+					m.RegisterKindFor(gvr, "status", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
+				}
+				if res.Scale != nil {
+					m.RegisterKindFor(gvr, "scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
+				}
 			}
 		}
-	}
-	s.equivalent, s.equivalentGen = m, gen
+		return m, nil
+	})
 	return m
 }
 

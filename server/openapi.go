@@ -42,28 +42,6 @@ func (s *Server) v2Document() (document, time.Time, error) {
 	return s.openapiV2.get(s.reg.Generation(), s.buildV2Document)
 }
 
-// byGeneration holds a value built for one generation of the registry:
-// it is built again only when the served kinds change.
-type byGeneration[T any] struct {
-	value T
-	gen   int64
-	built time.Time // zero until built
-}
-
-// get returns the value for generation gen, building it if needed, and
-// when it was built.
-func (c *byGeneration[T]) get(gen int64, build func() (T, error)) (T, time.Time, error) {
-	if c.built.IsZero() || c.gen != gen {
-		v, err := build()
-		if err != nil {
-			var zero T
-			return zero, time.Time{}, err
-		}
-		c.value, c.gen, c.built = v, gen, time.Now()
-	}
-	return c.value, c.built, nil
-}
-
 // serveDocument writes an OpenAPI document with its hash as ETag and the
 // time it was built, as kube-apiserver does: a request whose If-None-Match
 // or If-Modified-Since still holds gets 304 Not Modified.

@@ -52,10 +52,8 @@ type Server struct {
 	policies      *admission.Policies
 	policiesSet   chan struct{}
 	fieldManagers fieldManagers
-	// equivalent caches equivalentResources for a registry generation.
 	equivalentMu  sync.Mutex
-	equivalent    runtime.EquivalentResourceMapper
-	equivalentGen int64
+	equivalent    byGeneration[runtime.EquivalentResourceMapper]
 	// The OpenAPI documents, v3 by group version path, as JSON.
 	openapiMu sync.Mutex
 	openapiV3 byGeneration[map[string]document]
