@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"reflect"
 	"testing"
 	"time"
@@ -13,8 +11,6 @@ import (
 	apihelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/kapi-dev/kapi/server/builtin"
-	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
 
@@ -78,11 +74,7 @@ func TestAcceptNames(t *testing.T) {
 // start must not wait on it (it did, for the admission plugins' 10 s).
 func TestStartServesStoredCRDsWithoutWaitingForAdmission(t *testing.T) {
 	ctx := context.Background()
-	store, err := storage.Open(ctx, storage.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := memStore(t)
 	// As a kapi stopped before its controller wrote the status stores it.
 	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
 		"metadata":{"name":"widgets.example.com","uid":"u1","generation":1,"resourceVersion":"%d","creationTimestamp":"2026-01-01T00:00:00Z"},
@@ -93,12 +85,7 @@ func TestStartServesStoredCRDsWithoutWaitingForAdmission(t *testing.T) {
 	if _, err := store.Create(ctx, key, func(rev int64) ([]byte, error) { return fmt.Appendf(nil, crd, rev), nil }); err != nil {
 		t.Fatal(err)
 	}
-	reg := registry.New()
-	builtin.Register(reg)
-	s, err := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, reg := newServer(t, store, Options{})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	started := make(chan error, 1)
@@ -131,5 +118,42 @@ func TestStartServesStoredCRDsWithoutWaitingForAdmission(t *testing.T) {
 			t.Fatalf("the CRD's status was not written after start: %s", o.Data)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A kapi restarted on a CRD whose requested plural another stored CRD of
+// the group has accepted (as a short name) keeps refusing it: the names
+// the stored CRDs accepted count from the first CRD served at start on
+// (gadgets.example.com sorts, and is served, before the other).
+func TestStartKeepsStoredNameConflicts(t *testing.T) {
+	ctx := context.Background()
+	store := memStore(t)
+	const crd = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+		"metadata":{"name":"%s.example.com","uid":"%s","generation":1,"resourceVersion":"%%d","creationTimestamp":"2026-01-01T00:00:00Z"},
+		"spec":{"group":"example.com","scope":"Namespaced","names":%s,"conversion":{"strategy":"None"},
+		"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}%s}`
+	widgets := `{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList","shortNames":["gadgets"]}`
+	for _, c := range []struct{ name, body string }{
+		{"widgets", fmt.Sprintf(crd, "widgets", "u1", widgets, `,"status":{"acceptedNames":`+widgets+`,
+			"conditions":[{"type":"NamesAccepted","status":"True","reason":"NoConflicts","message":"no conflicts found","lastTransitionTime":"2026-01-01T00:00:00Z"},
+			{"type":"Established","status":"True","reason":"InitialNamesAccepted","message":"the initial names have been accepted","lastTransitionTime":"2026-01-01T00:00:00Z"}]}`)},
+		{"gadgets", fmt.Sprintf(crd, "gadgets", "u2", `{"plural":"gadgets","singular":"gadget","kind":"Gadget","listKind":"GadgetList"}`, "")},
+	} {
+		key := storage.Key{Resource: crdStorageResource, Name: c.name + ".example.com"}
+		if _, err := store.Create(ctx, key, func(rev int64) ([]byte, error) { return fmt.Appendf(nil, c.body, rev), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, reg := newServer(t, store, Options{})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := s.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reg.Get("example.com", "v1", "widgets"); !ok {
+		t.Error("the CRD holding the names is not served")
+	}
+	if _, ok := reg.Get("example.com", "v1", "gadgets"); ok {
+		t.Error("the CRD whose plural is taken is served")
 	}
 }

@@ -20,19 +20,33 @@ func newTestServer(t testing.TB) *httptest.Server {
 	return newTestServerWith(t, Options{})
 }
 
-func newTestServerWith(t testing.TB, opts Options) *httptest.Server {
+// memStore is an in-memory store, closed when the test ends.
+func memStore(t testing.TB) *storage.Store {
 	t.Helper()
-	ctx := context.Background()
-	store, err := storage.Open(ctx, storage.Options{InMemory: true})
+	store, err := storage.Open(context.Background(), storage.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// newServer is a server of the built-in kinds over store, not started.
+func newServer(t testing.TB, store *storage.Store, opts Options) (*Server, *registry.Registry) {
+	t.Helper()
 	reg := registry.New()
 	builtin.Register(reg)
 	s, err := New(store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, reg
+}
+
+func newTestServerWith(t testing.TB, opts Options) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	s, _ := newServer(t, memStore(t), opts)
 	runCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
 	if err := s.Start(runCtx); err != nil {
@@ -45,7 +59,6 @@ func newTestServerWith(t testing.TB, opts Options) *httptest.Server {
 	t.Cleanup(func() {
 		s.BeginShutdown()
 		ts.Close()
-		store.Close()
 	})
 	return ts
 }
