@@ -50,9 +50,9 @@ func TestOpenAPIExplain(t *testing.T) {
 	if v2Before.Code != 200 || !strings.Contains(string(v2Before.Body), "com.example.explain.v1.Gizmo") {
 		t.Fatalf("GET /openapi/v2: %d, without the CRD's definition", v2Before.Code)
 	}
-	// Both documents answer a request that still holds with 304, as
-	// kube-apiserver does.
-	for path, doc := range map[string]httpResult{"/openapi/v2": v2Before, docPath: before} {
+	// The documents and the v3 index answer a request that still holds
+	// with 304, as kube-apiserver does.
+	for path, doc := range map[string]httpResult{"/openapi/v2": v2Before, docPath: before, "/openapi/v3": root} {
 		etag := doc.Header.Get("Etag")
 		if etag == "" || doc.Header.Get("Last-Modified") == "" {
 			t.Fatalf("GET %s: no Etag or Last-Modified: %v", path, doc.Header)

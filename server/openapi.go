@@ -95,7 +95,7 @@ func hashOf(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) 
 // serveOpenAPIV3Root answers /openapi/v3: the paths of every group version
 // with the hash clients cache them by.
 func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
-	docs, _, err := s.gvDocuments()
+	docs, built, err := s.gvDocuments()
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -104,7 +104,14 @@ func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
 	for p, doc := range docs {
 		paths[p] = map[string]string{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + doc.hash}
 	}
-	writeObject(w, r, output{}, http.StatusOK, map[string]any{"paths": paths})
+	data, err := json.Marshal(map[string]any{"paths": paths})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	// As kube-apiserver serves the index: with an ETag, and 304 to a
+	// request that still holds.
+	serveDocument(w, r, newDocument(data), built)
 }
 
 // serveOpenAPIV3 answers /openapi/v3/<api|apis/group>/<version>.
