@@ -49,6 +49,11 @@ type Webhooks struct {
 	// reads it true. Controllers write while Start runs.
 	started atomic.Bool
 	stop    <-chan struct{} // the caches', once started
+	// stopMu keeps the caches from stopping while the plugins are built:
+	// a stopped cache refuses their handlers, and kube's configuration
+	// managers panic then. stopped is set when the caches stop.
+	stopMu  sync.Mutex
+	stopped bool
 	// The caches HasMutating, hasValidating and HasPolicyBindings look
 	// into, once started.
 	mutatingConfigs, validatingConfigs, policyBindings cache.Store
@@ -103,6 +108,12 @@ func NewWebhooks(resolver webhookutil.ServiceResolver) *Webhooks {
 // one that is not yet ready makes a request wait for its readiness check's
 // next 100 ms tick.
 func (w *Webhooks) buildPlugins() (*webhookPlugins, error) {
+	w.stopMu.Lock()
+	defer w.stopMu.Unlock()
+	if w.stopped {
+		// A write still in flight while kapi stops.
+		return nil, errors.New("the admission caches are stopped")
+	}
 	p := &webhookPlugins{}
 	// Each plugin builds its CEL environments: the two side by side.
 	var mutatingErr error
@@ -177,7 +188,15 @@ func (w *Webhooks) Start(ctx context.Context) error {
 		stores[gvr] = informer.Informer().GetStore()
 	}
 	w.mutatingConfigs, w.validatingConfigs, w.policyBindings = stores[mutatingResource], stores[validatingResource], stores[bindingsResource]
-	w.stop = ctx.Done()
+	stop := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		w.stopMu.Lock()
+		w.stopped = true
+		close(stop)
+		w.stopMu.Unlock()
+	}()
+	w.stop = stop
 	w.factory.Start(w.stop)
 	// The factory's own WaitForCacheSync polls every 100 ms, a start-up
 	// delay as long as the rest of kapi's start: poll every millisecond.

@@ -127,3 +127,24 @@ func TestStartWaitsForTheCachesWatches(t *testing.T) {
 		t.Error("the namespace fed right after Start is not in the cache")
 	}
 }
+
+// A write still in flight when kapi stops, the first to need the webhook
+// plugins, gets an error instead of a panic: the stopped caches would
+// refuse the plugins' handlers (kube's configuration manager panics then).
+func TestPluginsAfterTheCachesStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := NewWebhooks(nil)
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	informer := w.factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	for deadline := time.Now().Add(5 * time.Second); !informer.IsStopped(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the caches did not stop")
+		}
+	}
+	if _, err := w.plugins(); err == nil {
+		t.Error("building the plugins over stopped caches succeeded, want an error")
+	}
+}
