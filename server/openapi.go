@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,13 +27,37 @@ type document struct {
 
 func newDocument(data []byte) document { return document{data: data, hash: hashOf(data)} }
 
+// gvDocument is the OpenAPI v3 document of one group version, what it was
+// built from and when.
+type gvDocument struct {
+	document
+	built time.Time
+	from  gvSources
+}
+
+// gvSources are what a group version's document is built from: its
+// built-in kinds, and the documents of its custom resource versions (each
+// built once per CRD generation, so the same pointers while the CRD stays).
+type gvSources struct {
+	builtin []openapi.Kind
+	custom  []*spec3.OpenAPI
+}
+
+func (a gvSources) equal(b gvSources) bool {
+	return slices.Equal(a.builtin, b.builtin) && slices.Equal(a.custom, b.custom)
+}
+
 // gvDocuments returns the OpenAPI v3 document of every served group
 // version, keyed by its path ("apis/<group>/<version>", "api/v1"), and when
-// they were built.
-func (s *Server) gvDocuments() (map[string]document, time.Time, error) {
+// the set was last built. As kube-apiserver, a change of the served kinds
+// builds again only the documents of the group versions it touched.
+func (s *Server) gvDocuments() (map[string]gvDocument, time.Time, error) {
 	s.openapiMu.Lock()
 	defer s.openapiMu.Unlock()
-	return s.openapiV3.get(s.reg.Generation(), s.buildGVDocuments)
+	previous := s.openapiV3.value
+	return s.openapiV3.get(s.reg.Generation(), func() (map[string]gvDocument, error) {
+		return s.buildGVDocuments(previous)
+	})
 }
 
 // v2Document returns the OpenAPI v2 document and when it was built.
@@ -51,43 +76,59 @@ func serveDocument(w http.ResponseWriter, r *http.Request, doc document, built t
 	http.ServeContent(w, r, "", built, bytes.NewReader(doc.data))
 }
 
-func (s *Server) buildGVDocuments() (map[string]document, error) {
-	builtin := map[string][]openapi.Kind{}
-	custom := map[string][]*spec3.OpenAPI{}
+// buildGVDocuments builds the v3 document of every served group version,
+// reusing those of previous whose sources are the same.
+func (s *Server) buildGVDocuments(previous map[string]gvDocument) (map[string]gvDocument, error) {
+	sources := map[string]gvSources{}
 	for _, res := range s.reg.All() {
 		for _, v := range res.Versions {
 			p := openapi.GroupVersionPath(res.Group, v)
+			src := sources[p]
 			if res.OpenAPIV3 != nil {
 				doc, err := res.OpenAPIV3(v)
 				if err != nil {
 					return nil, err
 				}
-				custom[p] = append(custom[p], doc)
-				continue
+				src.custom = append(src.custom, doc)
+			} else {
+				src.builtin = append(src.builtin, openapi.Kind{Group: res.Group, Version: v, Kind: res.Kind, Plural: res.Plural, Namespaced: res.Namespaced, Status: res.Status})
 			}
-			builtin[p] = append(builtin[p], openapi.Kind{Group: res.Group, Version: v, Kind: res.Kind, Plural: res.Plural, Namespaced: res.Namespaced, Status: res.Status})
+			sources[p] = src
 		}
 	}
-	out := map[string]document{}
-	for p, kinds := range builtin {
-		data, err := json.Marshal(openapi.V3(kinds[0].Group, kinds[0].Version, kinds))
+	out := make(map[string]gvDocument, len(sources))
+	for p, src := range sources {
+		if old, ok := previous[p]; ok && old.from.equal(src) {
+			out[p] = old
+			continue
+		}
+		doc, err := buildGVDocument(src)
 		if err != nil {
 			return nil, err
 		}
-		out[p] = newDocument(data)
-	}
-	for p, docs := range custom {
-		merged, err := builder.MergeSpecsV3(docs...)
-		if err != nil {
-			return nil, err
-		}
-		data, err := json.Marshal(merged)
-		if err != nil {
-			return nil, err
-		}
-		out[p] = newDocument(data)
+		out[p] = gvDocument{document: doc, built: time.Now(), from: src}
 	}
 	return out, nil
+}
+
+// buildGVDocument builds a group version's document: its custom resources'
+// documents merged or, where it has none, that of its built-in kinds.
+func buildGVDocument(src gvSources) (document, error) {
+	var doc any
+	if len(src.custom) > 0 {
+		merged, err := builder.MergeSpecsV3(src.custom...)
+		if err != nil {
+			return document{}, err
+		}
+		doc = merged
+	} else {
+		doc = openapi.V3(src.builtin[0].Group, src.builtin[0].Version, slices.Clone(src.builtin)) // V3 sorts its kinds
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return document{}, err
+	}
+	return newDocument(data), nil
 }
 
 func hashOf(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) }
@@ -117,7 +158,7 @@ func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
 // serveOpenAPIV3 answers /openapi/v3/<api|apis/group>/<version>.
 func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	want := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3/"), "/")
-	docs, built, err := s.gvDocuments()
+	docs, _, err := s.gvDocuments()
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -132,7 +173,7 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	} else {
 		w.Header().Set("Cache-Control", "no-cache, no-store, must-revalidate")
 	}
-	serveDocument(w, r, doc, built)
+	serveDocument(w, r, doc.document, doc.built)
 }
 
 // serveOpenAPIV2 answers /openapi/v2: the operations of the built-in kinds

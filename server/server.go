@@ -56,7 +56,7 @@ type Server struct {
 	equivalent    byGeneration[runtime.EquivalentResourceMapper]
 	// The OpenAPI documents, v3 by group version path, as JSON.
 	openapiMu sync.Mutex
-	openapiV3 byGeneration[map[string]document]
+	openapiV3 byGeneration[map[string]gvDocument]
 	openapiV2 byGeneration[document]
 	auditMu   sync.Mutex
 	// published shares the decoding and encoding of a write among the

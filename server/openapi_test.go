@@ -1,0 +1,85 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gvCRD is a CRD of group, kind Thing, whose spec has one field.
+func gvCRD(group, field string) string {
+	return fmt.Sprintf(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+		"metadata":{"name":"things.%[1]s"},
+		"spec":{"group":"%[1]s","scope":"Namespaced","names":{"plural":"things","singular":"thing","kind":"Thing","listKind":"ThingList"},
+		"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object",
+			"properties":{"spec":{"type":"object","properties":{%q:{"type":"string"}}}}}}}]}}`, group, field)
+}
+
+// getDocument returns an OpenAPI v3 document's body and Last-Modified.
+func getDocument(t *testing.T, url string) (string, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", ""
+	}
+	return string(body), resp.Header.Get("Last-Modified")
+}
+
+// A change of one group's CRD builds that group version's OpenAPI document
+// again, not the others: their Last-Modified stays.
+func TestOpenAPIV3RebuildsOnlyTheChangedGroupVersion(t *testing.T) {
+	ts := newTestServer(t)
+	for _, group := range []string{"a.example.com", "b.example.com"} {
+		if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD(group, "first")); code != http.StatusCreated {
+			t.Fatalf("create the CRD of %s: %d %s", group, code, body)
+		}
+	}
+	waitFor := func(group, field string) string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			doc, modified := getDocument(t, ts.URL+"/openapi/v3/apis/"+group+"/v1")
+			if strings.Contains(doc, `"`+field+`"`) {
+				return modified
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the document of %s/v1 has no field %q after 10 s: %.300s", group, field, doc)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	aBefore := waitFor("a.example.com", "first")
+	bBefore := waitFor("b.example.com", "first")
+	// Last-Modified counts whole seconds.
+	time.Sleep(1100 * time.Millisecond)
+
+	code, body := call(t, ts, http.MethodGet, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.b.example.com", "", "")
+	if code != http.StatusOK {
+		t.Fatalf("get the CRD of b.example.com: %d %s", code, body)
+	}
+	rv := body[strings.Index(body, `"resourceVersion":"`)+len(`"resourceVersion":"`):]
+	rv = rv[:strings.Index(rv, `"`)]
+	changed := strings.Replace(gvCRD("b.example.com", "second"), `"name":"things.b.example.com"`, `"name":"things.b.example.com","resourceVersion":"`+rv+`"`, 1)
+	if code, body := call(t, ts, http.MethodPut, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.b.example.com", "application/json", changed); code != http.StatusOK {
+		t.Fatalf("update the CRD of b.example.com: %d %s", code, body)
+	}
+	bAfter := waitFor("b.example.com", "second")
+	aAfter := waitFor("a.example.com", "first")
+	if bAfter == bBefore {
+		t.Errorf("the changed group version's Last-Modified stayed %s", bAfter)
+	}
+	if aAfter != aBefore {
+		t.Errorf("the untouched group version's document was built again: Last-Modified %s, before %s", aAfter, aBefore)
+	}
+}
