@@ -208,6 +208,18 @@ func TestDiscovery(t *testing.T) {
 		if _, ok := groups[""]; ok {
 			t.Errorf("aggregated /apis lists the core group")
 		}
+		// As kube-apiserver: an ETag, and 304 to a request that holds it
+		// (kubectl's discovery cache revalidates so).
+		etag := r.Header.Get("ETag")
+		if len(etag) < 3 || etag[0] != '"' || r.Header.Get("Vary") != "Accept" || r.Header.Get("Cache-Control") != "public" {
+			t.Errorf("aggregated /apis: ETag %q, Vary %q, Cache-Control %q; want a quoted ETag, Accept, public", etag, r.Header.Get("Vary"), r.Header.Get("Cache-Control"))
+		}
+		if again := k.do(t, "GET", "/apis", nil, "Accept: "+mediaType, "If-None-Match: "+etag); again.Code != http.StatusNotModified || len(again.Body) != 0 || again.Header.Get("ETag") != etag {
+			t.Errorf("aggregated /apis with If-None-Match %s: %d, ETag %q, %d bytes; want 304, the same ETag, no body", etag, again.Code, again.Header.Get("ETag"), len(again.Body))
+		}
+		if other := k.do(t, "GET", "/apis", nil, "Accept: "+mediaType, `If-None-Match: "0"`); other.Code != http.StatusOK {
+			t.Errorf("aggregated /apis with a stale If-None-Match: %d, want 200", other.Code)
+		}
 
 		// /api carries the core group.
 		r = k.do(t, "GET", "/api", nil, "Accept: "+mediaType)

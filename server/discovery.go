@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 
 	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
 // serveAPIVersions answers /api: the legacy core group's versions, or the
@@ -21,7 +23,7 @@ func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if out.as == "APIGroupDiscoveryList" {
-		writeObject(w, r, out, http.StatusOK, s.aggregatedDiscovery(out.version, true))
+		s.serveAggregatedDiscovery(w, r, out, true)
 		return
 	}
 	writeObject(w, r, out, http.StatusOK, &metav1.APIVersions{
@@ -42,7 +44,7 @@ func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if out.as == "APIGroupDiscoveryList" {
-		writeObject(w, r, out, http.StatusOK, s.aggregatedDiscovery(out.version, false))
+		s.serveAggregatedDiscovery(w, r, out, false)
 		return
 	}
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
@@ -133,6 +135,55 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 		}
 	}
 	writeObject(w, r, out, http.StatusOK, list)
+}
+
+// serveAggregatedDiscovery writes the aggregated discovery document of the
+// core group (legacy) or of every named group as kube-apiserver does: with
+// its hash as ETag, "Vary: Accept" and "Cache-Control: public", and 304 Not
+// Modified to a request whose If-None-Match holds that ETag (kubectl's
+// discovery cache revalidates so). The document is encoded once per
+// generation of the registry.
+func (s *Server) serveAggregatedDiscovery(w http.ResponseWriter, r *http.Request, out output, legacy bool) {
+	doc, err := s.aggregatedDocument(out.version, legacy)
+	if err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	etag := `"` + doc.hash + `"`
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Vary", "Accept")
+	w.Header().Set("Cache-Control", "public")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeObject(w, r, out, http.StatusOK, json.RawMessage(doc.data))
+}
+
+// discoveryKey names an aggregated discovery document: its
+// apidiscovery.k8s.io version, and whether it is the core group's.
+type discoveryKey struct {
+	version string
+	legacy  bool
+}
+
+func (s *Server) aggregatedDocument(version string, legacy bool) (document, error) {
+	s.discoveryMu.Lock()
+	defer s.discoveryMu.Unlock()
+	key := discoveryKey{version, legacy}
+	cached, ok := s.discoveryDocs[key]
+	if !ok {
+		cached = &byGeneration[document]{}
+		s.discoveryDocs[key] = cached
+	}
+	doc, _, err := cached.get(s.reg.Generation(), func() (document, error) {
+		data, err := unstructuredjson.Marshal(s.aggregatedDiscovery(version, legacy))
+		if err != nil {
+			return document{}, err
+		}
+		return newDocument(data), nil
+	})
+	return doc, err
 }
 
 // aggregatedDiscovery builds the apidiscovery.k8s.io document for the

@@ -58,7 +58,10 @@ type Server struct {
 	openapiMu sync.Mutex
 	openapiV3 byGeneration[map[string]gvDocument]
 	openapiV2 byGeneration[document]
-	auditMu   sync.Mutex
+	// The aggregated discovery documents, encoded.
+	discoveryMu   sync.Mutex
+	discoveryDocs map[discoveryKey]*byGeneration[document]
+	auditMu       sync.Mutex
 	// published shares the decoding and encoding of a write among the
 	// watchers it is fanned out to.
 	published lastPublished
@@ -110,7 +113,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	if opts.ServiceResolver == nil {
 		opts.ServiceResolver, _ = webhook.ParseServiceResolver("")
 	}
-	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{}), policiesSet: make(chan struct{})}
+	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{}), policiesSet: make(chan struct{}), discoveryDocs: map[discoveryKey]*byGeneration[document]{}}
 	s.finalizer = newFinalizer(s)
 	var err error
 	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
