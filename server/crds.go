@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -271,16 +272,21 @@ func (c *crdController) unserve(name string) {
 // the CRD's requested names it may use: a name another CRD of the group has
 // accepted (others) is refused with a condition naming the conflict.
 func acceptNames(in *apiextensionsv1.CustomResourceDefinition, others []apiextensionsv1.CustomResourceDefinitionNames) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
-	resources, kinds := sets.New[string](), sets.New[string]()
-	for _, n := range others {
-		resources.Insert(n.Plural, n.Singular)
-		resources.Insert(n.ShortNames...)
-		kinds.Insert(n.Kind, n.ListKind)
+	// The others are scanned for each requested name rather than gathered
+	// into sets: with many CRDs in a group, building the sets for each
+	// CRD's sync was most of a restart's naming work.
+	resources := func(name string) bool {
+		return slices.ContainsFunc(others, func(n apiextensionsv1.CustomResourceDefinitionNames) bool {
+			return n.Plural == name || n.Singular == name || slices.Contains(n.ShortNames, name)
+		})
 	}
-	resources.Delete("")
-	kinds.Delete("")
-	fresh := func(requested, accepted string, used sets.Set[string]) error {
-		if requested == accepted || !used.Has(requested) {
+	kinds := func(name string) bool {
+		return slices.ContainsFunc(others, func(n apiextensionsv1.CustomResourceDefinitionNames) bool {
+			return n.Kind == name || n.ListKind == name
+		})
+	}
+	fresh := func(requested, accepted string, used func(string) bool) error {
+		if requested == accepted || requested == "" || !used(requested) {
 			return nil
 		}
 		return fmt.Errorf("%q is already in use", requested)
