@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 )
@@ -959,6 +960,9 @@ func TestCustomResourceDefaultOnRead(t *testing.T) {
 	}
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	spec.Properties["tier"] = apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"standard"`)}}
+	// A transition rule on the new field: the old object must carry the
+	// default too for an update to pass it.
+	spec.XValidations = append(spec.XValidations, apiextensionsv1.ValidationRule{Rule: "self.tier == oldSelf.tier", Message: "tier is immutable"})
 	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
 	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -970,6 +974,72 @@ func TestCustomResourceDefaultOnRead(t *testing.T) {
 	list, err := gadgets.List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 1 || nested(&list.Items[0], "spec", "tier") != "standard" {
 		t.Errorf("list after the new default: %v %v", err, list)
+	}
+	// An update decodes the stored object as kube-apiserver does, defaults
+	// included: the transition rule holds and, the spec being the same,
+	// the generation stays.
+	before, err := gadgets.Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := gadgets.Patch(ctx, "old", types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("a label patch of an object stored before the new default: %v", err)
+	}
+	if patched.GetGeneration() != before.GetGeneration() || nested(patched, "spec", "tier") != "standard" {
+		t.Errorf("after a label patch: generation %d (before %d), tier %q", patched.GetGeneration(), before.GetGeneration(), nested(patched, "spec", "tier"))
+	}
+	// A real change of the field still meets the rule.
+	_, err = gadgets.Patch(ctx, "old", types.MergePatchType, []byte(`{"spec":{"tier":"premium"}}`), metav1.PatchOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "tier is immutable") {
+		t.Errorf("changing tier: %v, want 422 tier is immutable", err)
+	}
+}
+
+// Server-side apply follows a CRD's schema change: a field added to the
+// schema may be applied, and is owned, once the CRD is updated (the field
+// managers of the resource were kept from before the change, so the new
+// field was "not declared in schema").
+func TestCustomResourceApplyAfterSchemaChange(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	apply := func(spec string) (*unstructured.Unstructured, error) {
+		body := `{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"applied"},"spec":` + spec + `}`
+		return gadgets.Patch(ctx, "applied", types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "tester"})
+	}
+	if _, err := apply(`{"color":"red"}`); err != nil {
+		t.Fatal(err)
+	}
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Get(ctx, "gadgets.dyn.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.Properties["tier"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var applied *unstructured.Unstructured
+	eventually(t, 10*time.Second, "an apply of the new field", func() (bool, error) {
+		applied, err = apply(`{"color":"red","tier":"gold"}`)
+		return err == nil, err
+	})
+	if nested(applied, "spec", "tier") != "gold" {
+		t.Errorf("applied spec.tier %q, want gold", nested(applied, "spec", "tier"))
+	}
+	owned := false
+	for _, m := range applied.GetManagedFields() {
+		if m.Manager == "tester" && m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:tier"`) {
+			owned = true
+		}
+	}
+	if !owned {
+		t.Errorf("tester does not own spec.tier: %v", applied.GetManagedFields())
 	}
 }
 

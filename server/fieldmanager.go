@@ -20,7 +20,14 @@ import (
 // server-side apply. Objects are handled in the storage version.
 type fieldManagers struct {
 	mu sync.Mutex
-	m  map[string]*managedfields.FieldManager
+	m  map[string]fieldManager
+}
+
+// fieldManager is the field manager of one resource descriptor: a CRD's
+// change serves a new descriptor, with the new schema's type converter.
+type fieldManager struct {
+	res *registry.Resource
+	fm  *managedfields.FieldManager
 }
 
 func (f *fieldManagers) get(res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
@@ -30,8 +37,8 @@ func (f *fieldManagers) get(res *registry.Resource, subresource string) (*manage
 	key := res.StorageResource() + "/" + subresource
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fm, ok := f.m[key]; ok {
-		return fm, nil
+	if e, ok := f.m[key]; ok && e.res == res {
+		return e.fm, nil
 	}
 	gv := schema.GroupVersion{Group: res.Group, Version: res.StorageVersion}
 	// Fields a write through this endpoint does not change (the strategy
@@ -53,9 +60,9 @@ func (f *fieldManagers) get(res *registry.Resource, subresource string) (*manage
 		return nil, err
 	}
 	if f.m == nil {
-		f.m = map[string]*managedfields.FieldManager{}
+		f.m = map[string]fieldManager{}
 	}
-	f.m[key] = fm
+	f.m[key] = fieldManager{res: res, fm: fm}
 	return fm, nil
 }
 

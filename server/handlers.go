@@ -1,14 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/audit"
 	"net/http"
 	"sort"
 	"strconv"
@@ -25,9 +23,12 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/kapi-dev/kapi/server/registry"
@@ -562,9 +563,21 @@ type updateFunc func(current *unstructured.Unstructured) (*unstructured.Unstruct
 func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun, retryOnConflict bool, compute updateFunc) (*unstructured.Unstructured, error) {
 	res := req.res
 	for attempt := 0; ; attempt++ {
-		old, rev, err := s.getObject(ctx, res, req.namespace, req.name)
+		stored, err := s.store.Get(ctx, storageKey(res, req.namespace, req.name))
 		if err != nil {
-			return nil, err
+			return nil, storageError(err, res, req.name)
+		}
+		rev := stored.Rev
+		old, err := decodeStored(stored)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		// As kube-apiserver decodes a stored object: in the storage
+		// version, pruned and defaulted by its schema, so that a default
+		// added to the schema since the object was written holds in the
+		// old object too (transition rules, ratcheting, generation).
+		if err := res.Strategy.Convert(old, res.StorageVersion); err != nil {
+			return nil, apierrors.NewInternalError(err)
 		}
 		obj, err := compute(old.DeepCopy())
 		if err != nil {
@@ -636,10 +649,10 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		// update completes the deletion.
 		if old.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
 			_, err = s.store.Delete(ctx, key, rev, encoder(obj))
-		} else if sameObject(obj, old) {
+		} else if sameAsStored(obj, stored) {
 			// Nothing changed: kube-apiserver skips the write and keeps
 			// the resourceVersion.
-			return old, nil
+			return obj, nil
 		} else {
 			_, err = s.store.Update(ctx, key, rev, encoder(obj))
 		}
@@ -664,6 +677,15 @@ func sameObject(a, b *unstructured.Unstructured) bool {
 	ja, _ := unstructuredjson.Marshal(a.Object)
 	jb, _ := unstructuredjson.Marshal(b.Object)
 	return string(ja) == string(jb)
+}
+
+// sameAsStored tells whether obj, with the stored resourceVersion, would
+// be stored as the same bytes: as kube-apiserver's storage, which writes
+// nothing then (a default only the schema adds does not count as a change
+// for the comparison with what was decoded; it does for the bytes).
+func sameAsStored(obj *unstructured.Unstructured, stored *storage.Object) bool {
+	data, err := unstructuredjson.Marshal(obj.Object)
+	return err == nil && bytes.Equal(data, stored.Data)
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
