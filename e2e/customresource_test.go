@@ -825,6 +825,15 @@ func TestCustomResourceSchema(t *testing.T) {
 		if err != nil || nested(got, "spec", "replicas") != int64(7) || got.GetGeneration() != 2 || nested(got, "status", "replicas") != int64(2) {
 			t.Errorf("after PUT /scale: %v %v, want spec.replicas 7, generation 2", err, got)
 		}
+		// kubectl scale's merge patch; a strategic merge patch is refused,
+		// as for every custom resource endpoint.
+		if _, err := gadgets.Patch(ctx, "scaled", types.MergePatchType, []byte(`{"spec":{"replicas":7}}`), metav1.PatchOptions{}, "scale"); err != nil {
+			t.Errorf("merge patch of /scale: %v", err)
+		}
+		_, err = gadgets.Patch(ctx, "scaled", types.StrategicMergePatchType, []byte(`{"spec":{"replicas":6}}`), metav1.PatchOptions{}, "scale")
+		if !apierrors.IsUnsupportedMediaType(err) {
+			t.Errorf("strategic merge patch of /scale: %v, want 415", err)
+		}
 		// The custom resource's validation holds through /scale.
 		unstructured.SetNestedField(out.Object, int64(11), "spec", "replicas")
 		_, err = gadgets.Update(ctx, out, metav1.UpdateOptions{}, "scale")
