@@ -637,13 +637,13 @@ func TestCustomResourceSchema(t *testing.T) {
 		// Strict: an error naming every unknown field.
 		r := k.do(t, "POST", path+"?fieldValidation=Strict", body("strict"))
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
-		if st := r.Status(t); st.Message != `strict decoding error: unknown field "foo", unknown field "spec.foo"` {
+		if st := r.Status(t); st.Message != `Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: unknown field "foo", unknown field "spec.foo"` {
 			t.Errorf("Strict message %q", st.Message)
 		}
 		r = k.do(t, "POST", path+"?fieldValidation=Strict", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"strict"},"spec":{"foo":"bar"}}`))
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
-		if st := r.Status(t); st.Message != `strict decoding error: unknown field "spec.foo"` {
-			t.Errorf("Strict message %q, want %q", st.Message, `strict decoding error: unknown field "spec.foo"`)
+		if want := `Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: unknown field "spec.foo"`; r.Status(t).Message != want {
+			t.Errorf("Strict message %q, want %q", r.Status(t).Message, want)
 		}
 		// Warn (explicit, and the default): a warning per field, and the
 		// fields are dropped.

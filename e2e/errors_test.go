@@ -157,10 +157,10 @@ func TestErrorsAsStatus(t *testing.T) {
 
 	t.Run("fieldValidation Strict", func(t *testing.T) {
 		r := k.do(t, "POST", vaps+"?fieldValidation=Strict", []byte(strings.Replace(vapBody, "NAME", "strict", 1)))
-		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `strict decoding error: unknown field "spec.foo"`)
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `ValidatingAdmissionPolicy in version "v1" cannot be handled as a ValidatingAdmissionPolicy: strict decoding error: unknown field "spec.foo"`)
 		r = k.do(t, "POST", vwcs+"?fieldValidation=Strict", vwcJSON("strict", `,"foo":1`))
 		st := expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
-		if st.Message != `strict decoding error: unknown field "webhooks[0].foo"` {
+		if st.Message != `ValidatingWebhookConfiguration in version "v1" cannot be handled as a ValidatingWebhookConfiguration: strict decoding error: unknown field "webhooks[0].foo"` {
 			t.Errorf("message %q", st.Message)
 		}
 		// Duplicate fields are errors too.

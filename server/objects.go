@@ -135,7 +135,8 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 				// kube-apiserver reports them as an invalid patch.
 				return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(body), "strict decoding error: "+strings.Join(msgs, ", "))})
 			}
-			return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+			// As kube-apiserver words a body it cannot decode as its kind.
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", obj.GetKind(), req.version, req.res.Kind, strings.Join(msgs, ", ")))
 		case metav1.FieldValidationIgnore:
 		default:
 			for _, e := range strictErrs {
