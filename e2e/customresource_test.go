@@ -1052,6 +1052,42 @@ func TestCustomResourceApplyAfterSchemaChange(t *testing.T) {
 	}
 }
 
+// Finalizer names that are not domain-qualified get kube-apiserver's
+// warning on create, and on update for the finalizers the update adds.
+func TestCustomResourceFinalizerWarnings(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	const path = "/apis/dyn.example.com/v1/namespaces/default/gadgets"
+	body := func(finalizers, rv string) []byte {
+		meta := `"name":"fin","finalizers":` + finalizers
+		if rv != "" {
+			meta += `,"resourceVersion":"` + rv + `"`
+		}
+		return []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{` + meta + `},"spec":{"color":"red"}}`)
+	}
+	r := k.do(t, "POST", path, body(`["bad","example.com/ok"]`, ""))
+	if r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	want := `299 - "metadata.finalizers: \"bad\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"`
+	if got := r.Header.Values("Warning"); len(got) != 1 || got[0] != want {
+		t.Errorf("create warnings %q, want [%s]", got, want)
+	}
+	var created metav1.PartialObjectMetadata
+	if err := json.Unmarshal(r.Body, &created); err != nil {
+		t.Fatal(err)
+	}
+	r = k.do(t, "PUT", path+"/fin", body(`["bad","example.com/ok","also.bad"]`, created.ResourceVersion))
+	if r.Code != http.StatusOK {
+		t.Fatalf("update: %d %s", r.Code, r.Body)
+	}
+	want = `299 - "metadata.finalizers: \"also.bad\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"`
+	if got := r.Header.Values("Warning"); len(got) != 1 || got[0] != want {
+		t.Errorf("update warnings %q, want only the added finalizer's [%s]", got, want)
+	}
+}
+
 // widgetVersionsCRDYAML serves v1 (storage), v1beta1 (deprecated, with a
 // warning text) and v1alpha1 (deprecated, default text), listed out of
 // order.

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
@@ -476,6 +477,9 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.GroupKind(), obj.GetName(), errs)
 	}
+	if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
+		addWarnings(ctx, ws.WarningsOnCreate(ctx, obj))
+	}
 	if obj.GetName() == "" {
 		// Validation reports a missing name; this guards the store.
 		return nil, apierrors.NewBadRequest("name is required")
@@ -637,6 +641,9 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
 			}
+			if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
+				addWarnings(ctx, ws.WarningsOnUpdate(ctx, obj, old))
+			}
 		}
 		if err := s.validateAdmission(ctx, attr); err != nil {
 			return nil, err
@@ -663,6 +670,13 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			return nil, storageError(err, res, req.name)
 		}
 		return obj, nil
+	}
+}
+
+// addWarnings adds each warning to the response as a Warning header.
+func addWarnings(ctx context.Context, warnings []string) {
+	for _, w := range warnings {
+		warning.AddWarning(ctx, "", w)
 	}
 }
 

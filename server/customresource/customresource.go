@@ -75,6 +75,8 @@ type kubeStrategy interface {
 	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
 	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
 	GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error)
+	WarningsOnCreate(ctx context.Context, obj runtime.Object) []string
+	WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string
 }
 
 // kubeStatusStrategy is the /status part of it.
@@ -423,6 +425,16 @@ func (s *strategy) ValidateUpdate(ctx context.Context, obj, old *unstructured.Un
 		return field.ErrorList{err}
 	}
 	return ver.kube.ValidateUpdate(ctx, objs[0], objs[1])
+}
+
+// WarningsOnCreate and WarningsOnUpdate are kube-apiserver's warnings about
+// a custom resource (finalizer names that are not domain-qualified).
+func (s *strategy) WarningsOnCreate(ctx context.Context, obj *unstructured.Unstructured) []string {
+	return s.versions[s.storageVersion].kube.WarningsOnCreate(ctx, obj)
+}
+
+func (s *strategy) WarningsOnUpdate(ctx context.Context, obj, old *unstructured.Unstructured) []string {
+	return s.versions[s.storageVersion].kube.WarningsOnUpdate(ctx, obj, old)
 }
 
 func (s *strategy) AllowUnconditionalUpdate() bool { return false }

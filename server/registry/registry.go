@@ -49,6 +49,14 @@ type Strategy interface {
 	TracksGeneration() bool
 }
 
+// WarningStrategy is implemented by the strategies of kinds that warn about
+// a valid write (kube-apiserver's WarningsOnCreate and WarningsOnUpdate):
+// the warnings reach the client as Warning headers.
+type WarningStrategy interface {
+	WarningsOnCreate(ctx context.Context, obj *unstructured.Unstructured) []string
+	WarningsOnUpdate(ctx context.Context, obj, old *unstructured.Unstructured) []string
+}
+
 // StatusStrategy is implemented by the strategies of kinds with a /status
 // subresource.
 type StatusStrategy interface {
