@@ -1088,6 +1088,28 @@ func TestCustomResourceFinalizerWarnings(t *testing.T) {
 	}
 }
 
+// A cluster-scoped custom resource offers metadata.name to field
+// selectors, not metadata.namespace (kube's converter refuses the label).
+func TestClusterScopedCustomResourceFieldSelectors(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	crd := crdFromYAML(t, gadgetCRDYAML)
+	crd.Name, crd.Spec.Group, crd.Spec.Scope = "gadgets.cluster.example.com", "cluster.example.com", apiextensionsv1.ClusterScoped
+	crd.Spec.Versions[0].SelectableFields = nil
+	createCRD(t, k, crd)
+	const path = "/apis/cluster.example.com/v1/gadgets"
+	if r := k.do(t, "POST", path, []byte(`{"apiVersion":"cluster.example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"color":"red"}}`)); r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	r := k.do(t, "GET", path+"?fieldSelector=metadata.namespace%3Dx", nil)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "field label not supported: metadata.namespace")
+	r = k.do(t, "GET", path+"?fieldSelector=metadata.name%3Dg1", nil)
+	var list unstructured.UnstructuredList
+	if err := json.Unmarshal(r.Body, &list); r.Code != http.StatusOK || err != nil || len(list.Items) != 1 {
+		t.Errorf("list by metadata.name: %d %v %s", r.Code, err, r.Body)
+	}
+}
+
 // widgetVersionsCRDYAML serves v1 (storage), v1beta1 (deprecated, with a
 // warning text) and v1alpha1 (deprecated, default text), listed out of
 // order.

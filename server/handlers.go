@@ -173,9 +173,11 @@ func newSelection(res *registry.Resource, opts *metainternalversion.ListOptions)
 
 func (sel *selection) fieldSet(obj *unstructured.Unstructured) fields.Set {
 	set := fields.Set{"metadata.name": obj.GetName()}
-	// Cluster-scoped objects have an empty metadata.namespace, which a
-	// selector may name; namespaces themselves do not offer it.
-	if sel.res.Namespaced || sel.res.Kind != "Namespace" || sel.res.Group != "" {
+	// Cluster-scoped built-in objects have an empty metadata.namespace,
+	// which a selector may name; namespaces themselves do not offer it, nor
+	// do cluster-scoped custom resources (kube's custom resource converter
+	// refuses the label).
+	if sel.res.Namespaced || (!sel.res.Custom && (sel.res.Kind != "Namespace" || sel.res.Group != "")) {
 		set["metadata.namespace"] = obj.GetNamespace()
 	}
 	if sel.res.FieldLabels != nil {
