@@ -868,6 +868,15 @@ func TestPatchErrors(t *testing.T) {
 		}
 		r = k.do(t, "PATCH", path+"?fieldValidation=Strict", []byte(`{"metadata":{"labels":{"a":"b"}},"spec":{"x":1}}`), mergePatch)
 		expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `strict decoding error: unknown field "spec"`)
+		// The patch itself is decoded strictly too: its duplicate fields,
+		// and a JSON patch operation's unknown ones.
+		r = k.do(t, "PATCH", path+"?fieldValidation=Strict", []byte(`{"metadata":{"labels":{"a":"b","a":"c"}}}`), mergePatch)
+		expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `strict decoding error: duplicate field "metadata.labels.a"`)
+		r = k.do(t, "PATCH", path+"?fieldValidation=Strict", []byte(`[{"op":"add","path":"/metadata/labels","value":{"a":"b"},"bogus":1}]`), jsonPatch)
+		expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `strict decoding error: json patch unknown field "[0].bogus"`)
+		// A merge patch that is not an object.
+		r = k.do(t, "PATCH", path, []byte(`[1]`), mergePatch)
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}`)
 		unchanged(t)
 	})
 
@@ -888,8 +897,13 @@ func TestPatchErrors(t *testing.T) {
 		if l := getVWC(t, k, "existing").Labels; l["warned"] != "yes" {
 			t.Errorf("labels %v: the warned patch did not apply", l)
 		}
+		// A patch's duplicate field is a warning by default.
+		r := k.do(t, "PATCH", path, []byte(`{"metadata":{"labels":{"dup":"1","dup":"2"}}}`), mergePatch)
+		if w := warnings(t, r.Header); r.Code != http.StatusOK || len(w) != 1 || w[0] != `duplicate field "metadata.labels.dup"` {
+			t.Errorf("merge patch with a duplicate field: HTTP %d, warnings %q", r.Code, w)
+		}
 		// Ignore: no warning.
-		r := k.do(t, "PATCH", path+"?fieldValidation=Ignore", p, smPatch)
+		r = k.do(t, "PATCH", path+"?fieldValidation=Ignore", p, smPatch)
 		if r.Code != http.StatusOK || len(r.Header.Values("Warning")) != 0 {
 			t.Errorf("fieldValidation=Ignore: HTTP %d, warnings %q", r.Code, r.Header.Values("Warning"))
 		}

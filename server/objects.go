@@ -97,7 +97,7 @@ func unsupportedMediaType(ct string, allowed []string) error {
 
 // decodeObject decodes a write's body for req, applying fieldValidation,
 // and checks the body's apiVersion and kind against the endpoint.
-func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string) (*unstructured.Unstructured, error) {
+func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, patchStrict ...error) (*unstructured.Unstructured, error) {
 	if !json.Valid(body) {
 		var syntax json.RawMessage
 		err := json.Unmarshal(body, &syntax)
@@ -124,6 +124,8 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	if obj.GetKind() != req.res.Kind {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): kind %q does not match the kind of the endpoint", req.res.Kind, obj.GetKind()))
 	}
+	// A patch's own strict errors come first, as kube-apiserver lists them.
+	strictErrs = append(patchStrict, strictErrs...)
 	if len(strictErrs) > 0 {
 		switch fieldValidation {
 		case metav1.FieldValidationStrict:

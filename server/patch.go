@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
@@ -65,6 +66,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 
+	patchStrict, err := patchStrictErrors(patchType, body, opts.FieldValidation)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+
 	// A patch that names a resourceVersion is a precondition; otherwise
 	// the patch is retried on a conflict, as kube-apiserver does.
 	var probe struct {
@@ -88,7 +95,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err != nil {
 			return nil, err
 		}
-		obj, err := s.patchedObject(w, r, req, live, patched, opts.FieldValidation)
+		obj, err := s.patchedObject(w, r, req, live, patched, opts.FieldValidation, patchStrict)
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +106,53 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 	s.respondObject(w, r, req, http.StatusOK, updated)
+}
+
+// jsonPatchOp is what kube-apiserver strictly decodes a JSON patch's
+// operations as.
+type jsonPatchOp struct {
+	Op    string      `json:"op"`
+	Path  string      `json:"path"`
+	From  string      `json:"from"`
+	Value interface{} `json:"value"`
+}
+
+// patchStrictErrors decodes a JSON, merge or strategic merge patch strictly,
+// as kube-apiserver does unless fieldValidation is Ignore: a patch that is
+// not a list of operations or an object is a 400; its duplicate fields (and
+// a JSON patch operation's unknown ones) join the strict errors of the
+// patched object, a warning each or, with Strict, a 422.
+func patchStrictErrors(patchType types.PatchType, patch []byte, fieldValidation string) ([]error, error) {
+	if fieldValidation == metav1.FieldValidationIgnore {
+		return nil, nil
+	}
+	switch patchType {
+	case types.JSONPatchType:
+		var ops []jsonPatchOp
+		strict, err := sigsjson.UnmarshalStrict(patch, &ops)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
+		for i, e := range strict {
+			strict[i] = fmt.Errorf("json patch %v", e)
+		}
+		return strict, nil
+	case types.MergePatchType:
+		m := map[string]interface{}{}
+		strict, err := sigsjson.UnmarshalStrict(patch, &m)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
+		return strict, nil
+	case types.StrategicMergePatchType:
+		m := map[string]interface{}{}
+		strict, err := sigsjson.UnmarshalStrict(patch, &m)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return strict, nil
+	}
+	return nil, nil
 }
 
 // applyPatch applies a JSON, merge or strategic merge patch to original,
@@ -155,8 +209,8 @@ func interpretStrategicMergePatchError(err error) error {
 // patchedObject decodes a patch's result (in the request's version) as a
 // write of it, checks what a patch may not change, and returns it in the
 // storage version.
-func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, live *unstructured.Unstructured, patched []byte, fieldValidation string) (*unstructured.Unstructured, error) {
-	obj, err := decodeObject(w, r, req, patched, fieldValidation)
+func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, live *unstructured.Unstructured, patched []byte, fieldValidation string, patchStrict []error) (*unstructured.Unstructured, error) {
+	obj, err := decodeObject(w, r, req, patched, fieldValidation, patchStrict...)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +275,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		return s.patchedObject(w, r, req, live, data, opts.FieldValidation)
+		return s.patchedObject(w, r, req, live, data, opts.FieldValidation, nil)
 	}
 
 	updated, err := s.updateObject(r.Context(), req, dryRun, true, merge)
