@@ -541,6 +541,9 @@ func TestWebhookMutatingPatch(t *testing.T) {
 			if strings.HasPrefix(obj.GetName(), "bad-") {
 				ops = append(ops, map[string]interface{}{"op": "add", "path": "/spec/size", "value": "big"})
 			}
+			if strings.HasPrefix(obj.GetName(), "move-") {
+				ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/namespace", "value": "kube-public"})
+			}
 			if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec"); !found {
 				ops = append(ops, map[string]interface{}{"op": "add", "path": "/spec", "value": map[string]interface{}{"color": "blue"}})
 			} else if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "color"); !found {
@@ -614,6 +617,14 @@ func TestWebhookMutatingPatch(t *testing.T) {
 	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Gear.hooks.example.com "bad-1" is invalid: `, "spec.size")
 	if calls := hs.callsTo("/seen", "bad-1"); len(calls) != 0 {
 		t.Errorf("the validating webhook saw bad-1 %d times, want 0", len(calls))
+	}
+
+	// A webhook may not move the object to another namespace (400, as
+	// kube-apiserver's check after admission).
+	r = k.do(t, "POST", gears, gearJSON("", "move-1", nil, map[string]interface{}{"size": 1}))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the namespace of the provided object does not match the namespace sent on the request")
+	if g := k.do(t, "GET", gearsPath("v1", "kube-public")+"/move-1", nil); g.Code != http.StatusNotFound {
+		t.Errorf("move-1 was stored in kube-public: %d", g.Code)
 	}
 
 	// A built-in kind, cluster-scoped.

@@ -333,5 +333,7 @@ func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, a
 		return apierrors.NewBadRequest(fmt.Sprintf("the object a mutating webhook returned cannot be decoded: %v", err))
 	}
 	obj.Object = normalized.Object
-	return nil
+	// As kube-apiserver checks the object after admission: a webhook may
+	// not move it to another namespace.
+	return checkNamespace(req, obj)
 }
