@@ -339,6 +339,28 @@ func TestWatchFromResourceVersion(t *testing.T) {
 			}
 		})
 
+		t.Run("watch values", func(t *testing.T) {
+			t.Parallel()
+			// kube-apiserver reads any value but 0 and false as true.
+			for _, v := range []string{"True", "yes"} {
+				_, evs := rawWatch(t, k, collectionPath(gvrVWCs)+"?watch="+v+"&timeoutSeconds=1")
+				if got := eventSummary(evs); got != "ADDED watch-b" {
+					t.Errorf("watch=%s: events [%s], want [ADDED watch-b]", v, got)
+				}
+			}
+			for _, v := range []string{"0", "FALSE"} {
+				r := k.do(t, "GET", collectionPath(gvrVWCs)+"?watch="+v, nil)
+				if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"kind":"ValidatingWebhookConfigurationList"`) {
+					t.Errorf("watch=%s: HTTP %d %.200s, want the list", v, r.Code, r.Body)
+				}
+			}
+			// On a named object the parameter is ignored: a get.
+			r := k.do(t, "GET", collectionPath(gvrVWCs)+"/watch-b?watch=true", nil)
+			if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"kind":"ValidatingWebhookConfiguration"`) {
+				t.Errorf("GET watch-b?watch=true: HTTP %d %.200s, want the object", r.Code, r.Body)
+			}
+		})
+
 		t.Run("selectors", func(t *testing.T) {
 			t.Parallel()
 			_, evs := rawWatch(t, k, collectionPath(gvrVWCs)+"?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dwatch-a&resourceVersion="+rv1)

@@ -2,7 +2,10 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // limitInflight bounds the requests served at once, as kube-apiserver's
@@ -36,6 +39,18 @@ func (s *Server) limitInflight(next http.Handler) http.Handler {
 
 // isLongRunning tells a watch from a request that ends.
 func isLongRunning(r *http.Request) bool {
-	q := r.URL.Query()
-	return q.Get("watch") == "true" || q.Get("watch") == "1" || strings.Contains(r.URL.Path, "/watch/")
+	return watchRequested(r.URL.Query()) || strings.Contains(r.URL.Path, "/watch/")
+}
+
+// watchRequested tells whether a request's ?watch= asks for a watch, as
+// kube-apiserver reads the parameter: present with any value but "0" or
+// "false" (in any case).
+func watchRequested(q url.Values) bool {
+	values, ok := q["watch"]
+	if !ok {
+		return false
+	}
+	var watch bool
+	_ = runtime.Convert_Slice_string_To_bool(&values, &watch, nil)
+	return watch
 }

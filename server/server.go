@@ -296,7 +296,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		addWarning(w, text)
 	}
 	q := r.URL.Query()
-	isWatch := req.watchPath || q.Get("watch") == "true" || q.Get("watch") == "1"
+	// As kube-apiserver: ?watch= on a named object is a get.
+	isWatch := req.watchPath || (req.name == "" && watchRequested(q))
 	verb := metricVerb(r, req, isWatch)
 	noteRequest(r, req, verb)
 	if s.opts.AuditLog != nil {
