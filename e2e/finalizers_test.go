@@ -109,6 +109,34 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 	}
 }
 
+// DELETE reads its options as kube-apiserver does: from the body when it
+// has one, the query then being ignored; from the query otherwise.
+func TestDeleteOptionsBodyOrQuery(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	c := k.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	if _, err := c.Create(ctxT(t), newMWC("opts"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := collectionPath(gvrMWCs) + "/opts"
+	exists := func() bool {
+		t.Helper()
+		_, err := c.Get(ctxT(t), "opts", metav1.GetOptions{})
+		return err == nil
+	}
+	// The body's dryRun holds whatever the query says.
+	if r := k.do(t, "DELETE", path+"?pretty=true", []byte(`{"dryRun":["All"]}`)); r.Code != http.StatusOK || !exists() {
+		t.Errorf("DELETE ?pretty=true with a dry-run body: HTTP %d, exists %v; want 200 and still there", r.Code, exists())
+	}
+	if r := k.do(t, "DELETE", path+"?dryRun=All", nil); r.Code != http.StatusOK || !exists() {
+		t.Errorf("DELETE ?dryRun=All: HTTP %d, exists %v; want 200 and still there", r.Code, exists())
+	}
+	// With a body, the query's dryRun is not read.
+	if r := k.do(t, "DELETE", path+"?dryRun=All", []byte(`{"apiVersion":"meta.k8s.io/v1","kind":"DeleteOptions"}`)); r.Code != http.StatusOK || exists() {
+		t.Errorf("DELETE ?dryRun=All with a body: HTTP %d, exists %v; want 200 and deleted", r.Code, exists())
+	}
+}
+
 func TestDeletePreconditions(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)

@@ -731,25 +731,25 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 	})
 }
 
-// parseDeleteOptions reads DeleteOptions from the body and the query, as
-// kube-apiserver does (the query wins for the fields it sets).
+// parseDeleteOptions reads DeleteOptions as kube-apiserver does: from the
+// body when it has one (the query is then not read), else from the query.
 func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
+	var body []byte
 	if r.ContentLength != 0 {
-		body, _, err := readBody(r, "application/json", "application/yaml", protobufMediaType)
-		if err != nil {
+		var err error
+		if body, _, err = readBody(r, "application/json", "application/yaml", protobufMediaType); err != nil {
 			return nil, err
 		}
-		if len(body) > 0 {
-			if err := json.Unmarshal(body, opts); err != nil {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format: %v", err))
-			}
-			if opts.Kind != "" && opts.Kind != "DeleteOptions" {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request must be DeleteOptions, not %s", opts.Kind))
-			}
-		}
 	}
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, opts); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format: %v", err))
+		}
+		if opts.Kind != "" && opts.Kind != "DeleteOptions" {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request must be DeleteOptions, not %s", opts.Kind))
+		}
+	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
