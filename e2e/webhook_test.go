@@ -551,7 +551,9 @@ func TestWebhookMutatingPatch(t *testing.T) {
 			}
 			return patchResponse(ops, "labelled by the mutating webhook", "defaulted spec.color")
 		case admissionv1.Update:
-			return patchResponse([]map[string]interface{}{{"op": "add", "path": "/metadata/annotations", "value": map[string]string{"hooks.example.com/updated": "true"}}}, "annotated")
+			// A warning a header cannot carry (a control character) is
+			// dropped, as kube-apiserver drops it.
+			return patchResponse([]map[string]interface{}{{"op": "add", "path": "/metadata/annotations", "value": map[string]string{"hooks.example.com/updated": "true"}}}, "annotated", "dropped for its\nnewline")
 		}
 		return nil
 	})

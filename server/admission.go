@@ -173,10 +173,7 @@ func (r *warningRecorder) AddWarning(agent, text string) {
 		return
 	}
 	r.seen[text] = true
-	if agent == "" {
-		agent = "-"
-	}
-	r.w.Header().Add("Warning", fmt.Sprintf("299 %s %q", agent, text))
+	addWarningBy(r.w, agent, text)
 }
 
 // objectInterfaces lets the admission plugins convert, type and create the

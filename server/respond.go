@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"sort"
@@ -14,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
@@ -187,9 +187,17 @@ func toStatus(err error) *metav1.Status {
 	return &status
 }
 
-// addWarning adds an RFC 7234 Warning header as kube-apiserver sends them.
+// addWarning adds an RFC 7234 Warning header as kube-apiserver sends them;
+// like kube's, it drops a text a header cannot carry (control characters,
+// invalid UTF-8).
 func addWarning(w http.ResponseWriter, text string) {
-	w.Header().Add("Warning", fmt.Sprintf("299 - %s", strconv.Quote(text)))
+	addWarningBy(w, "", text)
+}
+
+func addWarningBy(w http.ResponseWriter, agent, text string) {
+	if header, err := utilnet.NewWarningHeader(299, agent, text); err == nil {
+		w.Header().Add("Warning", header)
+	}
 }
 
 // notAcceptable is the 406 clients fall back from.
