@@ -1088,6 +1088,23 @@ func TestCustomResourceFinalizerWarnings(t *testing.T) {
 	}
 }
 
+// A custom resource whose body names another kind is invalid (422) as
+// kube-apiserver's validation reports it, under the body's kind.
+func TestCustomResourceKindMismatch(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	const path = "/apis/dyn.example.com/v1/namespaces/default/gadgets"
+	r := k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Widget","metadata":{"name":"wrong"},"spec":{"color":"red"}}`))
+	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Widget.dyn.example.com "wrong" is invalid: kind: Invalid value: "Widget": must be Gadget`)
+	if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "kind" {
+		t.Errorf("details %+v, want one cause on field kind", st.Details)
+	}
+	if g := k.do(t, "GET", path+"/wrong", nil); g.Code != http.StatusNotFound {
+		t.Errorf("the object was stored: %d", g.Code)
+	}
+}
+
 // A cluster-scoped custom resource offers metadata.name to field
 // selectors, not metadata.namespace (kube's converter refuses the label).
 func TestClusterScopedCustomResourceFieldSelectors(t *testing.T) {

@@ -477,7 +477,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	}
 	res.Strategy.PrepareForCreate(ctx, obj)
 	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(res.GroupKind(), obj.GetName(), errs)
+		return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 	}
 	if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
 		addWarnings(ctx, ws.WarningsOnCreate(ctx, obj))
@@ -641,7 +641,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 				obj.SetGeneration(old.GetGeneration() + 1)
 			}
 			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
-				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
+				return nil, apierrors.NewInvalid(objectGroupKind(res, obj), req.name, errs)
 			}
 			if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
 				addWarnings(ctx, ws.WarningsOnUpdate(ctx, obj, old))
@@ -673,6 +673,16 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		}
 		return obj, nil
 	}
+}
+
+// objectGroupKind is the kind an invalid write is reported as: the
+// object's own, as kube-apiserver reports it (a custom resource whose body
+// names another kind is invalid for that).
+func objectGroupKind(res *registry.Resource, obj *unstructured.Unstructured) schema.GroupKind {
+	if kind := obj.GetKind(); kind != "" {
+		return schema.GroupKind{Group: res.Group, Kind: kind}
+	}
+	return res.GroupKind()
 }
 
 // addWarnings adds each warning to the response as a Warning header.

@@ -121,7 +121,9 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	if obj.GetAPIVersion() != gv {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), gv))
 	}
-	if obj.GetKind() != req.res.Kind {
+	// A custom resource of another kind is left to the kind's validation,
+	// which refuses it (422), as kube-apiserver's.
+	if obj.GetKind() != req.res.Kind && !req.res.Custom {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): kind %q does not match the kind of the endpoint", req.res.Kind, obj.GetKind()))
 	}
 	// A patch's own strict errors come first, as kube-apiserver lists them.
