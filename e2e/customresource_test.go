@@ -631,13 +631,13 @@ func TestCustomResourceSchema(t *testing.T) {
 
 	t.Run("pruning", func(t *testing.T) {
 		body := func(name string) []byte {
-			return []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"` + name + `"},"foo":1,` +
+			return []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"` + name + `","lables":{"a":"b"}},"foo":1,` +
 				`"spec":{"color":"red","foo":"bar","extra":{"anything":{"goes":true}}}}`)
 		}
 		// Strict: an error naming every unknown field.
 		r := k.do(t, "POST", path+"?fieldValidation=Strict", body("strict"))
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
-		if st := r.Status(t); st.Message != `Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: unknown field "foo", unknown field "spec.foo"` {
+		if st := r.Status(t); st.Message != `Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: unknown field "metadata.lables", unknown field "foo", unknown field "spec.foo"` {
 			t.Errorf("Strict message %q", st.Message)
 		}
 		r = k.do(t, "POST", path+"?fieldValidation=Strict", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"strict"},"spec":{"foo":"bar"}}`))
@@ -653,7 +653,7 @@ func TestCustomResourceSchema(t *testing.T) {
 			if r.Code != http.StatusCreated {
 				t.Fatalf("POST%s: %d %s", q, r.Code, r.Body)
 			}
-			if got, want := warnings(t, r.Header), []string{`unknown field "foo"`, `unknown field "spec.foo"`}; !reflect.DeepEqual(got, want) {
+			if got, want := warnings(t, r.Header), []string{`unknown field "metadata.lables"`, `unknown field "foo"`, `unknown field "spec.foo"`}; !reflect.DeepEqual(got, want) {
 				t.Errorf("POST%s warnings %q, want %q", q, got, want)
 			}
 		}
@@ -672,6 +672,9 @@ func TestCustomResourceSchema(t *testing.T) {
 			}
 			if _, ok := got.Object["foo"]; ok {
 				t.Errorf("%s: unknown top-level field kept", name)
+			}
+			if _, ok := got.Object["metadata"].(map[string]interface{})["lables"]; ok {
+				t.Errorf("%s: unknown metadata field kept", name)
 			}
 			want := map[string]interface{}{"color": "red", "mode": "Auto", "extra": map[string]interface{}{"anything": map[string]interface{}{"goes": true}}}
 			if !reflect.DeepEqual(got.Object["spec"], want) {

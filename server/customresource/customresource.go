@@ -8,6 +8,7 @@ package customresource
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -288,11 +289,23 @@ func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []
 		return nil, nil, fmt.Errorf("version %q is not served", v)
 	}
 	unknown := structuralpruning.PruneWithOptions(obj, ver.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-	for _, p := range unknown {
-		strict = append(strict, fmt.Errorf("unknown field %q", p))
+	fieldErr, metaUnknown := schemaobjectmeta.CoerceWithOptions(nil, obj, ver.structural, true, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+	if fieldErr != nil {
+		return nil, nil, fieldErr
 	}
-	if err := schemaobjectmeta.Coerce(nil, obj, ver.structural, true, false); err != nil {
-		return nil, nil, err
+	// The unknown fields in the order kube-apiserver lists them: those of
+	// the object's metadata, the pruned ones, those of embedded objects'
+	// metadata. (Coercion drops the metadata ones.)
+	var embedded []string
+	for _, p := range metaUnknown {
+		if strings.HasPrefix(p, "metadata.") {
+			strict = append(strict, fmt.Errorf("unknown field %q", p))
+		} else {
+			embedded = append(embedded, p)
+		}
+	}
+	for _, p := range append(unknown, embedded...) {
+		strict = append(strict, fmt.Errorf("unknown field %q", p))
 	}
 	ver.applyDefaults(obj)
 	return &unstructured.Unstructured{Object: obj}, strict, nil
