@@ -455,8 +455,8 @@ func TestCustomResourceDefinitionTerminating(t *testing.T) {
 	if crd.DeletionTimestamp == nil || !contains(crd.Finalizers, "customresourcecleanup.apiextensions.k8s.io") {
 		t.Errorf("DELETE answered deletionTimestamp %v finalizers %v, want set and the cleanup finalizer", crd.DeletionTimestamp, crd.Finalizers)
 	}
-	if c := crdCondition(&crd, apiextensionsv1.Terminating); c == nil || c.Status != apiextensionsv1.ConditionTrue {
-		t.Errorf("DELETE answered conditions %s, want Terminating True", fmtJSON(crd.Status.Conditions))
+	if c := crdCondition(&crd, apiextensionsv1.Terminating); c == nil || c.Status != apiextensionsv1.ConditionTrue || c.Reason != "InstanceDeletionPending" {
+		t.Errorf("DELETE answered conditions %s, want Terminating True InstanceDeletionPending", fmtJSON(crd.Status.Conditions))
 	}
 	// The object is deleted, and its finalizer holds it.
 	var held *unstructured.Unstructured
@@ -468,10 +468,23 @@ func TestCustomResourceDefinitionTerminating(t *testing.T) {
 		}
 		return held.GetDeletionTimestamp() != nil, nil
 	})
-	got, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
-	if err != nil || crdCondition(got, apiextensionsv1.Terminating) == nil || crdCondition(got, apiextensionsv1.Terminating).Status != apiextensionsv1.ConditionTrue {
-		t.Fatalf("CRD while an object remains: %v %v, want it Terminating", err, got)
+	// The CRD finalizer reports the deletion under way, as kube's.
+	var got *apiextensionsv1.CustomResourceDefinition
+	eventually(t, 10*time.Second, "the CRD's Terminating condition to say the deletion is in progress", func() (bool, error) {
+		var err error
+		got, err = k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := crdCondition(got, apiextensionsv1.Terminating)
+		return c != nil && c.Status == apiextensionsv1.ConditionTrue && c.Reason == "InstanceDeletionInProgress" && c.Message == "CustomResource deletion is in progress",
+			fmt.Errorf("conditions %s", fmtJSON(got.Status.Conditions))
+	})
+	w, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=crontabs.stable.example.com", ResourceVersion: got.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer w.Stop()
 	// Creates are refused once the CRD handler sees the Terminating
 	// condition (kube-apiserver's sees it through an informer: soon, not
 	// at once).
@@ -491,6 +504,18 @@ func TestCustomResourceDefinitionTerminating(t *testing.T) {
 		_, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
+	// Its last state says why the deletion ended.
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Deleted {
+			continue
+		}
+		last := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
+		if c := crdCondition(last, apiextensionsv1.Terminating); c == nil || c.Status != apiextensionsv1.ConditionFalse || c.Reason != "InstanceDeletionCompleted" || c.Message != "removed all instances" {
+			t.Errorf("the deleted CRD's conditions %s, want Terminating False InstanceDeletionCompleted", fmtJSON(last.Status.Conditions))
+		}
+		return
+	}
+	t.Error("the watch ended without the CRD's DELETED event")
 }
 
 func cronTab(name string) *unstructured.Unstructured {

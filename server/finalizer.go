@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,10 +101,34 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 			return false, err
 		}
 		remaining, err := f.deleteCustomResources(ctx, crd)
-		if err != nil || remaining {
+		if err != nil {
 			return false, err
 		}
-		obj.SetFinalizers(withoutFinalizer(obj.GetFinalizers(), builtin.CRDCleanupFinalizer))
+		// The Terminating condition as kube-apiserver's CRD finalizer
+		// sets it: in progress while instances remain, then why it ended.
+		before := crd.Status.DeepCopy()
+		switch {
+		case remaining:
+			apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
+				Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"})
+		case apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established):
+			apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionFalse,
+				Reason: "InstanceDeletionCompleted", Message: "removed all instances"})
+		default:
+			apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionFalse,
+				Reason: "NeverEstablished", Message: "resource was never established"})
+		}
+		if remaining && equality.Semantic.DeepEqual(before, &crd.Status) {
+			return false, nil
+		}
+		if !remaining {
+			crd.Finalizers = withoutFinalizer(crd.Finalizers, builtin.CRDCleanupFinalizer)
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+		if err != nil {
+			return false, err
+		}
+		obj.Object = u
 	}
 	key := storageKey(res, "", name)
 	if len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
