@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -674,7 +675,10 @@ func TestUpdateSemantics(t *testing.T) {
 					t.Errorf("unconditional PUT: %d %s, want 200", r.Code, r.Body)
 				}
 			} else {
-				st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "must be specified for an update")
+				// Worded as kube-apiserver's store words it: under the
+				// resource's name, the value parsed.
+				want := fmt.Sprintf(`%s "%s" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`, schema.GroupResource{Group: tc.gvr.Group, Resource: tc.gvr.Resource}, tc.name)
+				st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, want)
 				if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "metadata.resourceVersion" {
 					t.Errorf("causes %+v, want metadata.resourceVersion", st.Details)
 				}

@@ -593,7 +593,8 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if retryOnConflict {
 			clientRV = ""
 		} else if clientRV == "" && !res.Strategy.AllowUnconditionalUpdate() {
-			return nil, apierrors.NewInvalid(res.GroupKind(), req.name, fieldErrorRVRequired())
+			// As kube-apiserver's store words it: under the resource's name.
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, req.name, fieldErrorRVRequired())
 		}
 		if clientRV != "" && clientRV != old.GetResourceVersion() {
 			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))

@@ -116,7 +116,8 @@ func (s *Server) admitNamespace(ctx context.Context, res *registry.Resource, nam
 }
 
 func fieldErrorRVRequired() field.ErrorList {
-	return field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), "", "must be specified for an update")}
+	// kube-apiserver's store reports the parsed resourceVersion, 0.
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")}
 }
 
 // tooLargeResourceVersion is kube-apiserver's 504 for a read of a
