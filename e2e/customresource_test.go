@@ -1131,6 +1131,11 @@ func TestCustomResourceKindMismatch(t *testing.T) {
 	if g := k.do(t, "GET", path+"/wrong", nil); g.Code != http.StatusNotFound {
 		t.Errorf("the object was stored: %d", g.Code)
 	}
+	// Without a kind, the body does not decode as a custom resource.
+	noKind := `{"apiVersion":"dyn.example.com/v1","metadata":{"name":"nokind"}}`
+	r = k.do(t, "POST", path, []byte(noKind))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		`the object provided is unrecognized (must be of type Gadget): Object 'Kind' is missing in '`+noKind+`' ({"apiVersion":"dyn.example.com ...)`)
 }
 
 // A cluster-scoped custom resource offers metadata.name to field

@@ -101,7 +101,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	if !json.Valid(body) {
 		var syntax json.RawMessage
 		err := json.Unmarshal(body, &syntax)
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v", req.res.Kind, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", req.res.Kind, err, summarize(body)))
 	}
 	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
 	if err != nil && req.isPatch {
@@ -113,10 +113,19 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", req.res.Kind, err))
 	}
 	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}.String()
-	if obj.GetAPIVersion() == "" && obj.GetKind() == "" {
-		// kube-apiserver fills in both when the body has neither.
-		obj.SetAPIVersion(gv)
-		obj.SetKind(req.res.Kind)
+	switch {
+	case req.res.Custom && obj.GetKind() == "":
+		// kube-apiserver decodes a custom resource as unstructured,
+		// which needs its kind.
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): Object 'Kind' is missing in '%s' (%s)", req.res.Kind, body, summarize(body)))
+	case !req.res.Custom:
+		// A built-in kind's decoder fills in what the body leaves out.
+		if obj.GetAPIVersion() == "" {
+			obj.SetAPIVersion(gv)
+		}
+		if obj.GetKind() == "" {
+			obj.SetKind(req.res.Kind)
+		}
 	}
 	if obj.GetAPIVersion() != gv {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), gv))
@@ -149,6 +158,18 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		}
 	}
 	return obj, nil
+}
+
+// summarize is the start of a body kube-apiserver quotes in a decoding
+// error.
+func summarize(body []byte) string {
+	switch {
+	case len(body) == 0:
+		return "<empty>"
+	case len(body) > 30:
+		return string(body[:30]) + " ..."
+	}
+	return string(body)
 }
 
 // readAtMost reads body up to limit bytes into a buffer sized by the
