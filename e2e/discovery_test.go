@@ -386,6 +386,11 @@ func TestTable(t *testing.T) {
 		if tab.Kind != "Table" || len(tab.Rows) != 1 || tab.Rows[0].Cells[0] != "table-b" {
 			t.Errorf("table of one: %+v", tab)
 		}
+		// It carries the object's resourceVersion.
+		vwc, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "table-b", metav1.GetOptions{})
+		if err != nil || tab.ResourceVersion != vwc.ResourceVersion {
+			t.Errorf("table of one: resourceVersion %q, want the object's %q (%v)", tab.ResourceVersion, vwc.ResourceVersion, err)
+		}
 	})
 
 	t.Run("includeObject", func(t *testing.T) {

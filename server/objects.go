@@ -267,7 +267,9 @@ func (s *Server) respondObject(w http.ResponseWriter, r *http.Request, req *reso
 	}
 	switch out.as {
 	case "Table":
-		table, err := s.table(r, req, out.version, []*unstructured.Unstructured{obj}, metav1.ListMeta{})
+		// A single object's Table carries its resourceVersion, as kube's
+		// table convertors set it.
+		table, err := s.table(r, req, out.version, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
 		if err != nil {
 			writeError(w, r, err)
 			return
