@@ -46,6 +46,13 @@ func TestMetricsAndHealth(t *testing.T) {
 			t.Errorf("/readyz?verbose lacks %q:\n%s", check, verbose)
 		}
 	}
+	// ?exclude skips a check; a name no check has gets a warning line.
+	excluded := string(k.do(t, "GET", "/readyz?verbose&exclude=database&exclude=nonexist", nil).Body)
+	for _, want := range []string{"[+]database excluded: ok", "[+]ping ok", `warn: some health checks cannot be excluded: no matches for "nonexist"`, "readyz check passed"} {
+		if !strings.Contains(excluded, want) {
+			t.Errorf("/readyz?verbose&exclude=database&exclude=nonexist lacks %q:\n%s", want, excluded)
+		}
+	}
 	if r := k.do(t, "GET", "/readyz/database", nil); r.Code != 200 || string(r.Body) != "ok" {
 		t.Errorf("/readyz/database: %d %q", r.Code, r.Body)
 	}

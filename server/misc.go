@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/go-chi/chi/v5"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
 
@@ -59,6 +62,8 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		}},
 	}
 	only := chiParam(r, "*")
+	// ?exclude=<check> (repeatable) skips a check, as kube-apiserver's.
+	excluded := sets.New(r.URL.Query()["exclude"]...)
 	var b strings.Builder
 	failed := false
 	found := only == ""
@@ -67,6 +72,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		found = true
+		if only == "" && excluded.Has(c.name) {
+			excluded.Delete(c.name)
+			fmt.Fprintf(&b, "[+]%s excluded: ok\n", c.name)
+			continue
+		}
 		if err := c.fn(r.Context()); err != nil {
 			failed = true
 			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.name)
@@ -78,6 +88,13 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if !found {
 		writeError(w, r, notFoundPath(r))
 		return
+	}
+	if only == "" && excluded.Len() > 0 {
+		quoted := make([]string, 0, excluded.Len())
+		for _, name := range sets.List(excluded) {
+			quoted = append(quoted, strconv.Quote(name))
+		}
+		fmt.Fprintf(&b, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(quoted, ","))
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
