@@ -169,6 +169,37 @@ func TestDeletePreconditions(t *testing.T) {
 	}
 }
 
+// Finalizer names on a Namespace are checked as kube-apiserver's core
+// validation checks them: without a domain prefix, only standard names.
+func TestNamespaceFinalizerNames(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	namespaces := k.Client.CoreV1().Namespaces()
+	bad := newNamespace("bad-meta")
+	bad.Finalizers = []string{"bad"}
+	_, err := namespaces.Create(ctx, bad, metav1.CreateOptions{})
+	expectInvalid(t, err, `Namespace "bad-meta" is invalid: metadata.finalizers[0]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`, Field: "metadata.finalizers[0]"})
+	bad = newNamespace("bad-spec")
+	bad.Spec.Finalizers = []corev1.FinalizerName{"bad"}
+	_, err = namespaces.Create(ctx, bad, metav1.CreateOptions{})
+	expectInvalid(t, err, `Namespace "bad-spec" is invalid: spec.finalizers[0]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`, Field: "spec.finalizers[0]"})
+	good := newNamespace("good")
+	good.Finalizers = []string{"example.com/hold", metav1.FinalizerOrphanDependents}
+	good.Spec.Finalizers = []corev1.FinalizerName{"example.com/cleanup"}
+	created, err := namespaces.Create(ctx, good, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("namespace with qualified and standard finalizers: %v", err)
+	}
+	// Through /finalize too.
+	created.Spec.Finalizers = append(created.Spec.Finalizers, "bad")
+	_, err = namespaces.Finalize(ctx, created, metav1.UpdateOptions{})
+	expectInvalid(t, err, `Namespace "good" is invalid: spec.finalizers[2]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`, Field: "spec.finalizers[2]"})
+}
+
 func TestNamespaceDeletion(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)

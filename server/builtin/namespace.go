@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"errors"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/server/validation/core"
 )
 
 // FinalizerKubernetes is the spec finalizer every namespace carries until
@@ -47,13 +47,20 @@ func namespaceResource() *registry.Resource {
 		},
 		validate: func(ns *corev1.Namespace) field.ErrorList {
 			errs := apimachineryvalidation.ValidateObjectMeta(&ns.ObjectMeta, false, apimachineryvalidation.ValidateNamespaceName, field.NewPath("metadata"))
+			errs = append(errs, core.ValidateMetaFinalizers(&ns.ObjectMeta, field.NewPath("metadata"))...)
 			for i, f := range ns.Spec.Finalizers {
-				errs = append(errs, validateFinalizerName(f, field.NewPath("spec", "finalizers").Index(i))...)
+				errs = append(errs, core.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i))...)
 			}
 			return errs
 		},
 		validateUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
 			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+			errs = append(errs, core.ValidateMetaFinalizers(&ns.ObjectMeta, field.NewPath("metadata"))...)
+			// spec.finalizers change only through /finalize, which
+			// validates them with this.
+			for i, f := range ns.Spec.Finalizers {
+				errs = append(errs, core.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i))...)
+			}
 			return errs
 		},
 		prepareStatusUpdate: func(ns, old *corev1.Namespace) {
@@ -134,8 +141,4 @@ func hasFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
 		}
 	}
 	return false
-}
-
-func validateFinalizerName(f corev1.FinalizerName, fldPath *field.Path) field.ErrorList {
-	return metav1validation.ValidateLabelName(string(f), fldPath)
 }

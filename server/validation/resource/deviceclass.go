@@ -12,20 +12,21 @@ import (
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
+
+	"github.com/kapi-dev/kapi/server/validation/core"
 )
 
 // ValidateDeviceClass validates a DeviceClass on create.
 func ValidateDeviceClass(obj *resourcev1beta2.DeviceClass) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&obj.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, metaPath)
-	allErrs = append(allErrs, validateFinalizerNames(&obj.ObjectMeta, metaPath)...)
+	allErrs = append(allErrs, core.ValidateMetaFinalizers(&obj.ObjectMeta, metaPath)...)
 	allErrs = append(allErrs, validateDeviceClassSpec(&obj.Spec, nil, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -34,27 +35,8 @@ func ValidateDeviceClass(obj *resourcev1beta2.DeviceClass) field.ErrorList {
 func ValidateDeviceClassUpdate(obj, old *resourcev1beta2.DeviceClass) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, metaPath)
-	allErrs = append(allErrs, validateFinalizerNames(&obj.ObjectMeta, metaPath)...)
+	allErrs = append(allErrs, core.ValidateMetaFinalizers(&obj.ObjectMeta, metaPath)...)
 	allErrs = append(allErrs, validateDeviceClassSpec(&obj.Spec, &old.Spec, field.NewPath("spec"))...)
-	return allErrs
-}
-
-// validateFinalizerNames adds the check kube-apiserver's core metadata
-// validation layers on top of the generic one: a finalizer without a domain
-// prefix must be one of the standard names.
-func validateFinalizerNames(meta *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for i, name := range meta.Finalizers {
-		if strings.Contains(name, "/") {
-			continue
-		}
-		switch name {
-		case "kubernetes", metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents:
-		default:
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("finalizers").Index(i), name,
-				"name is neither a standard finalizer name nor is it fully qualified"))
-		}
-	}
 	return allErrs
 }
 
