@@ -1138,6 +1138,111 @@ func TestCustomResourceKindMismatch(t *testing.T) {
 		`the object provided is unrecognized (must be of type Gadget): Object 'Kind' is missing in '`+noKind+`' ({"apiVersion":"dyn.example.com ...)`)
 }
 
+// perVersionCRDYAML gives its versions different subresources and
+// selectable fields: v1 (storage) status, scale and spec.color; v2 none;
+// v3 status and spec.size. (Their schemas differ: selectable fields per
+// version need schemas per version.)
+const perVersionCRDYAML = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: parts.pv.example.com
+spec:
+  group: pv.example.com
+  scope: Namespaced
+  names: {plural: parts, singular: part, kind: Part}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields: [{jsonPath: .spec.color}]
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: a part (v1)
+        properties: &properties
+          spec: {type: object, properties: {color: {type: string}, size: {type: integer}, replicas: {type: integer}}}
+          status: {type: object, properties: {replicas: {type: integer}}}
+  - name: v2
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, description: a part (v2), properties: *properties}}
+  - name: v3
+    served: true
+    storage: false
+    selectableFields: [{jsonPath: .spec.size}]
+    subresources:
+      status: {}
+    schema: {openAPIV3Schema: {type: object, description: a part (v3), properties: *properties}}
+`
+
+// Each version serves its own subresources and selectable fields, as
+// kube-apiserver decides them per request version.
+func TestCustomResourcePerVersionSubresources(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, perVersionCRDYAML))
+	path := func(v string) string { return "/apis/pv.example.com/" + v + "/namespaces/default/parts" }
+	body := func(v, name string) []byte {
+		return []byte(`{"apiVersion":"pv.example.com/` + v + `","kind":"Part","metadata":{"name":"` + name + `"},"spec":{"color":"red","size":3,"replicas":1},"status":{"replicas":5}}`)
+	}
+	// Status is the subresource's in v1 and v3: a create drops it; not
+	// in v2, where the main resource writes it.
+	for v, keeps := range map[string]bool{"v1": false, "v2": true, "v3": false} {
+		r := k.do(t, "POST", path(v), body(v, "p-"+v))
+		if r.Code != http.StatusCreated {
+			t.Fatalf("create through %s: %d %s", v, r.Code, r.Body)
+		}
+		if got := nested(decodeObj(t, r), "status", "replicas") != nil; got != keeps {
+			t.Errorf("create through %s kept status: %v, want %v", v, got, keeps)
+		}
+	}
+	for _, tc := range []struct {
+		v, sub string
+		code   int
+	}{
+		{"v1", "status", http.StatusOK}, {"v1", "scale", http.StatusOK},
+		{"v2", "status", http.StatusNotFound}, {"v2", "scale", http.StatusNotFound},
+		{"v3", "status", http.StatusOK}, {"v3", "scale", http.StatusNotFound},
+	} {
+		if r := k.do(t, "GET", path(tc.v)+"/p-v1/"+tc.sub, nil); r.Code != tc.code {
+			t.Errorf("GET %s /%s: %d, want %d", tc.v, tc.sub, r.Code, tc.code)
+		}
+	}
+	for v, want := range map[string][]string{"v1": {"parts", "parts/scale", "parts/status"}, "v2": {"parts"}, "v3": {"parts", "parts/status"}} {
+		var list metav1.APIResourceList
+		decodeInto(t, k.do(t, "GET", "/apis/pv.example.com/"+v, nil), &list)
+		var got []string
+		for _, r := range list.APIResources {
+			got = append(got, r.Name)
+		}
+		if !reflect.DeepEqual(sortedCopy(got), want) {
+			t.Errorf("discovery of %s: %v, want %v", v, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		v, selector string
+		code        int
+	}{
+		{"v1", "spec.color=red", http.StatusOK}, {"v1", "spec.size=3", http.StatusBadRequest},
+		{"v2", "spec.color=red", http.StatusBadRequest},
+		{"v3", "spec.size=3", http.StatusOK}, {"v3", "spec.color=red", http.StatusBadRequest},
+	} {
+		r := k.do(t, "GET", path(tc.v)+"?fieldSelector="+tc.selector, nil)
+		if r.Code != tc.code {
+			t.Errorf("list %s with %s: %d %.200s, want %d", tc.v, tc.selector, r.Code, r.Body, tc.code)
+		}
+		if tc.code == http.StatusOK {
+			var list unstructured.UnstructuredList
+			if err := json.Unmarshal(r.Body, &list); err != nil || len(list.Items) != 3 {
+				t.Errorf("list %s with %s: %d items (%v), want all 3", tc.v, tc.selector, len(list.Items), err)
+			}
+		}
+	}
+}
+
 // A cluster-scoped custom resource offers metadata.name to field
 // selectors, not metadata.namespace (kube's converter refuses the label).
 func TestClusterScopedCustomResourceFieldSelectors(t *testing.T) {

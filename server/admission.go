@@ -272,10 +272,10 @@ func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
 			for _, v := range res.Versions {
 				gvr := schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural}
 				m.RegisterKindFor(gvr, "", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
-				if res.Status {
+				if res.StatusIn(v) {
 					m.RegisterKindFor(gvr, "status", schema.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind})
 				}
-				if res.Scale != nil {
+				if res.ScaleIn(v) != nil {
 					m.RegisterKindFor(gvr, "scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
 				}
 			}

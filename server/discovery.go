@@ -107,7 +107,7 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 			Categories:         res.Categories,
 			StorageVersionHash: discovery.StorageVersionHash(group, res.StorageVersion, res.Kind),
 		})
-		if res.Scale != nil {
+		if res.ScaleIn(version) != nil {
 			list.APIResources = append(list.APIResources, metav1.APIResource{
 				Name:       res.Plural + "/scale",
 				Namespaced: res.Namespaced,
@@ -125,7 +125,7 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 				Verbs:      []string{"update"},
 			})
 		}
-		if res.Status {
+		if res.StatusIn(version) {
 			list.APIResources = append(list.APIResources, metav1.APIResource{
 				Name:       res.Plural + "/status",
 				Namespaced: res.Namespaced,
@@ -215,7 +215,7 @@ func (s *Server) aggregatedDiscovery(version string, legacy bool) *apidiscoveryv
 					ShortNames:       res.ShortNames,
 					Categories:       res.Categories,
 				}
-				if res.Scale != nil {
+				if res.ScaleIn(v) != nil {
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 						Subresource: "scale", ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
 						Verbs: []string{"get", "patch", "update"},
@@ -226,7 +226,7 @@ func (s *Server) aggregatedDiscovery(version string, legacy bool) *apidiscoveryv
 						Subresource: "finalize", ResponseKind: kind, Verbs: []string{"update"},
 					})
 				}
-				if res.Status {
+				if res.StatusIn(v) {
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 						Subresource: "status", ResponseKind: kind, Verbs: []string{"get", "patch", "update"},
 					})

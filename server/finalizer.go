@@ -51,7 +51,7 @@ func (f *finalizer) start(ctx context.Context) error {
 		if !finalizedHere(res) {
 			continue
 		}
-		items, _, err := f.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+		items, _, err := f.s.listObjects(ctx, res, "", "", &metainternalversion.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -151,7 +151,7 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 		if !res.Namespaced {
 			continue
 		}
-		items, _, err := f.s.listObjects(ctx, res, namespace, &metainternalversion.ListOptions{})
+		items, _, err := f.s.listObjects(ctx, res, "", namespace, &metainternalversion.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -184,7 +184,7 @@ func (f *finalizer) deleteCustomResources(ctx context.Context, crd *apiextension
 		}
 	}
 	if served {
-		items, _, err := f.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+		items, _, err := f.s.listObjects(ctx, res, "", "", &metainternalversion.ListOptions{})
 		if err != nil {
 			return false, err
 		}

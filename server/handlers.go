@@ -137,15 +137,17 @@ func parseListOptions(r *http.Request, watch bool) (*metainternalversion.ListOpt
 	return opts, nil
 }
 
-// selection is a list's label and field selectors for one resource.
+// selection is a list's label and field selectors for one resource, read
+// through version ("": the storage version).
 type selection struct {
-	res    *registry.Resource
-	labels labels.Selector
-	fields fields.Selector
+	res     *registry.Resource
+	version string
+	labels  labels.Selector
+	fields  fields.Selector
 }
 
-func newSelection(res *registry.Resource, opts *metainternalversion.ListOptions) (*selection, error) {
-	sel := &selection{res: res, labels: opts.LabelSelector, fields: opts.FieldSelector}
+func newSelection(res *registry.Resource, version string, opts *metainternalversion.ListOptions) (*selection, error) {
+	sel := &selection{res: res, version: version, labels: opts.LabelSelector, fields: opts.FieldSelector}
 	if sel.labels == nil {
 		sel.labels = labels.Everything()
 	}
@@ -181,7 +183,7 @@ func (sel *selection) fieldSet(obj *unstructured.Unstructured) fields.Set {
 		set["metadata.namespace"] = obj.GetNamespace()
 	}
 	if sel.res.FieldLabels != nil {
-		for k, v := range sel.res.FieldLabels(obj) {
+		for k, v := range sel.res.FieldLabels(sel.version, obj) {
 			set[k] = v
 		}
 	}
@@ -205,7 +207,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		writeError(w, r, err)
 		return
 	}
-	items, listMeta, err := s.listObjects(r.Context(), req.res, req.namespace, opts)
+	items, listMeta, err := s.listObjects(r.Context(), req.res, req.version, req.namespace, opts)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -254,8 +256,8 @@ func convertAll(strategy registry.Strategy, objs []*unstructured.Unstructured, v
 
 // listObjects runs a list with kube-apiserver's resourceVersion, limit and
 // continue semantics. Objects are in the storage version.
-func (s *Server) listObjects(ctx context.Context, res *registry.Resource, namespace string, opts *metainternalversion.ListOptions) ([]*unstructured.Unstructured, metav1.ListMeta, error) {
-	sel, err := newSelection(res, opts)
+func (s *Server) listObjects(ctx context.Context, res *registry.Resource, version, namespace string, opts *metainternalversion.ListOptions) ([]*unstructured.Unstructured, metav1.ListMeta, error) {
+	sel, err := newSelection(res, version, opts)
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
@@ -903,7 +905,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		writeError(w, r, apierrors.NewBadRequest("watch is not supported for deletecollection"))
 		return
 	}
-	items, _, err := s.listObjects(r.Context(), req.res, req.namespace, listOpts)
+	items, _, err := s.listObjects(r.Context(), req.res, req.version, req.namespace, listOpts)
 	if err != nil {
 		writeError(w, r, err)
 		return

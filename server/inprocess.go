@@ -78,7 +78,7 @@ func (r *paramsResource) List(ctx context.Context, opts metav1.ListOptions) (*un
 	if err != nil {
 		return nil, err
 	}
-	items, lm, err := r.s.listObjects(ctx, res, r.namespace, internal)
+	items, lm, err := r.s.listObjects(ctx, res, r.gvr.Version, r.namespace, internal)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (r *paramsResource) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 	if err != nil {
 		return nil, err
 	}
-	sel, err := newSelection(res, internal)
+	sel, err := newSelection(res, r.gvr.Version, internal)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func (c *policyStatusController) start(ctx context.Context) error {
 // resource's schema may have changed).
 func (c *policyStatusController) recheckAll(ctx context.Context, force bool) error {
 	res, _ := c.s.reg.Get("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
-	items, _, err := c.s.listObjects(ctx, res, "", &metainternalversion.ListOptions{})
+	items, _, err := c.s.listObjects(ctx, res, "", "", &metainternalversion.ListOptions{})
 	for _, obj := range items {
 		c.queue.add(obj.GetName(), force)
 	}

@@ -55,7 +55,7 @@ func scaleOf(cr *unstructured.Unstructured, sc *registry.Scale) (*autoscalingv1.
 }
 
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	sc := req.res.Scale
+	sc := req.res.ScaleIn(req.version)
 	switch r.Method {
 	case http.MethodGet:
 		cr, _, err := s.getObject(r.Context(), req.res, req.namespace, req.name)
@@ -90,7 +90,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 // updateScale runs a PUT or PATCH of /scale: the new Scale's spec.replicas
 // goes into the custom resource, through the resource's update rules.
 func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	sc := req.res.Scale
+	sc := req.res.ScaleIn(req.version)
 	allowed := []string{"application/json", "application/yaml"}
 	if r.Method == http.MethodPatch {
 		// As kube-apiserver for a custom resource's subresources: no

@@ -276,8 +276,8 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 	}
 	if len(parts) > 2 {
 		req.subresource = parts[2]
-		known := (req.subresource == "status" && res.Status) || (req.subresource == "finalize" && res.Finalize) ||
-			(req.subresource == "scale" && res.Scale != nil)
+		known := (req.subresource == "status" && res.StatusIn(req.version)) || (req.subresource == "finalize" && res.Finalize) ||
+			(req.subresource == "scale" && res.ScaleIn(req.version) != nil)
 		if !known || req.watchPath {
 			return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
 		}

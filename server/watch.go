@@ -65,7 +65,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 			opts.FieldSelector = fields.AndSelectors(opts.FieldSelector, byName)
 		}
 	}
-	sel, err := newSelection(req.res, opts)
+	sel, err := newSelection(req.res, req.version, opts)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -184,7 +184,7 @@ func (s *Server) watchStart(ctx context.Context, ww *watchWriter, opts *metainte
 		}
 	}
 	if initial {
-		items, lm, err := s.listObjects(ctx, ww.req.res, ww.req.namespace, &metainternalversion.ListOptions{
+		items, lm, err := s.listObjects(ctx, ww.req.res, ww.req.version, ww.req.namespace, &metainternalversion.ListOptions{
 			LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
 		})
 		if err != nil {

@@ -305,7 +305,7 @@ func TestSharedEventConcurrent(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			r := httptest.NewRequest(http.MethodGet, deviceClasses+"?watch=true", nil)
-			sel, _ := newSelection(res, &metainternalversion.ListOptions{})
+			sel, _ := newSelection(res, "", &metainternalversion.ListOptions{})
 			ww := newWatchWriter(s, httptest.NewRecorder(), r, nil, &resourceRequest{res: res, version: "v1beta2"}, outs[i%len(outs)], sel)
 			obj, err := se.object()
 			if err != nil {

@@ -114,7 +114,7 @@ func namespaceResource() *registry.Resource {
 				return []interface{}{u.GetName(), phase, age(u)}
 			},
 		},
-		FieldLabels: func(u *unstructured.Unstructured) fields.Set {
+		FieldLabels: func(_ string, u *unstructured.Unstructured) fields.Set {
 			phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 			return fields.Set{"status.phase": phase}
 		},

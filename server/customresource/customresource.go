@@ -108,7 +108,10 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		// Custom resources take no strategic merge patch (no GoType: 415).
 		VersionTables:       map[string]registry.TableConvertor{},
 		DeprecationWarnings: map[string]string{},
+		StatusVersions:      map[string]bool{},
+		ScaleVersions:       map[string]*registry.Scale{},
 	}
+	fieldLabels := map[string]func(runtime.Object) (labels.Set, fields.Set, error){}
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
 			res.StorageVersion = v.Name
@@ -167,6 +170,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		storage := v.Name == res.StorageVersion
 		if subresources != nil && subresources.Status != nil {
 			statusSub = subresources.Status
+			res.StatusVersions[v.Name] = v.Served
 			res.Status = res.Status || storage
 			if st, ok := internalSchema.OpenAPIV3Schema.Properties["status"]; ok {
 				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
@@ -176,14 +180,15 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		}
 		if subresources != nil && subresources.Scale != nil {
 			scaleSub = subresources.Scale
-		}
-		if scaleSub != nil && storage {
-			res.Scale = &registry.Scale{
-				SpecReplicasPath:   scaleSub.SpecReplicasPath,
-				StatusReplicasPath: scaleSub.StatusReplicasPath,
-			}
+			sc := &registry.Scale{SpecReplicasPath: scaleSub.SpecReplicasPath, StatusReplicasPath: scaleSub.StatusReplicasPath}
 			if scaleSub.LabelSelectorPath != nil {
-				res.Scale.LabelSelectorPath = *scaleSub.LabelSelectorPath
+				sc.LabelSelectorPath = *scaleSub.LabelSelectorPath
+			}
+			if v.Served {
+				res.ScaleVersions[v.Name] = sc
+			}
+			if storage {
+				res.Scale = sc
 			}
 		}
 		kind := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Status.AcceptedNames.Kind}
@@ -192,15 +197,21 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		if statusSub != nil {
 			ver.kubeStatus = crstrategy.NewStatusStrategy(kube)
 		}
-		if storage {
-			res.FieldLabels = func(u *unstructured.Unstructured) fields.Set {
-				_, set, err := kube.GetAttrs(u)
-				if err != nil {
-					return fields.Set{}
-				}
-				return set
-			}
+		fieldLabels[v.Name] = kube.GetAttrs
+	}
+	// A version's selectable fields, read from the object (in the storage
+	// version: kapi filters before converting, so a field renamed between
+	// versions by a conversion webhook is read at the version's path).
+	res.FieldLabels = func(v string, u *unstructured.Unstructured) fields.Set {
+		getAttrs, ok := fieldLabels[v]
+		if !ok {
+			getAttrs = fieldLabels[res.StorageVersion]
 		}
+		_, set, err := getAttrs(u)
+		if err != nil {
+			return fields.Set{}
+		}
+		return set
 	}
 	if res.StorageVersion == "" {
 		return nil, fmt.Errorf("%s has no storage version", crd.Name)
@@ -397,12 +408,24 @@ func (s *strategy) ConvertVersions(objs []*unstructured.Unstructured, v string) 
 	return nil
 }
 
+// PrepareForCreate and PrepareForUpdate follow the rules of the version the
+// write came through (whether status is its subresource's), as
+// kube-apiserver's per-version strategies do.
 func (s *strategy) PrepareForCreate(ctx context.Context, obj *unstructured.Unstructured) {
-	s.versions[s.storageVersion].kube.PrepareForCreate(ctx, obj)
+	s.requestVersion(ctx).kube.PrepareForCreate(ctx, obj)
 }
 
 func (s *strategy) PrepareForUpdate(ctx context.Context, obj, old *unstructured.Unstructured) {
-	s.versions[s.storageVersion].kube.PrepareForUpdate(ctx, obj, old)
+	s.requestVersion(ctx).kube.PrepareForUpdate(ctx, obj, old)
+}
+
+// requestVersion is the version a request came through, or the storage
+// version.
+func (s *strategy) requestVersion(ctx context.Context) *version {
+	if ver, ok := s.versions[registry.RequestVersion(ctx)]; ok {
+		return ver
+	}
+	return s.versions[s.storageVersion]
 }
 
 // inRequestVersion returns the version a write came through and the
@@ -459,7 +482,13 @@ func (s *strategy) TracksGeneration() bool { return true }
 func (s *strategy) SpecChanged(obj, old *unstructured.Unstructured) bool { return false }
 
 func (s *strategy) PrepareForStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) {
-	s.versions[s.storageVersion].kubeStatus.PrepareForUpdate(ctx, obj, old)
+	ver := s.requestVersion(ctx)
+	if ver.kubeStatus == nil {
+		ver = s.versions[s.storageVersion]
+	}
+	if ver.kubeStatus != nil {
+		ver.kubeStatus.PrepareForUpdate(ctx, obj, old)
+	}
 }
 
 func (s *strategy) ValidateStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {

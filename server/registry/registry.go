@@ -109,8 +109,14 @@ type Resource struct {
 	Namespaced     bool
 	ShortNames     []string
 	Categories     []string
-	// Status is true when the resource has a /status subresource.
+	// Status is true when the resource has a /status subresource (for a
+	// custom resource: in its storage version; see StatusIn).
 	Status bool
+	// StatusVersions and ScaleVersions, when set (custom resources), tell
+	// per served version whether it has /status and which /scale: a CRD
+	// may give its versions different subresources.
+	StatusVersions map[string]bool
+	ScaleVersions  map[string]*Scale
 	// VersionTables, when set, holds the Table of each version (custom
 	// resources print per-version columns); Table serves otherwise.
 	VersionTables map[string]TableConvertor
@@ -119,7 +125,8 @@ type Resource struct {
 	// built on first use; nil for the other kinds.
 	OpenAPIV3 func(version string) (*spec3.OpenAPI, error)
 	OpenAPIV2 func(version string) (*spec.Swagger, error)
-	// Scale is set when the resource has a /scale subresource.
+	// Scale is set when the resource has a /scale subresource (for a
+	// custom resource: in its storage version; see ScaleIn).
 	Scale *Scale
 	// Custom is true for the resources of CRDs.
 	Custom bool
@@ -144,9 +151,25 @@ type Resource struct {
 	// GoType returns a zero value of the kind's Go type in version, for
 	// strategic merge patch; nil for kinds without one (custom resources).
 	GoType func(version string) interface{}
-	// FieldLabels returns the fields a fieldSelector may use beyond
-	// metadata.name and metadata.namespace (nil for none).
-	FieldLabels func(obj *unstructured.Unstructured) fields.Set
+	// FieldLabels returns the fields a fieldSelector through version may
+	// use beyond metadata.name and metadata.namespace (nil for none).
+	FieldLabels func(version string, obj *unstructured.Unstructured) fields.Set
+}
+
+// StatusIn tells whether version serves the /status subresource.
+func (r *Resource) StatusIn(version string) bool {
+	if r.StatusVersions != nil {
+		return r.StatusVersions[version]
+	}
+	return r.Status
+}
+
+// ScaleIn returns the /scale subresource version serves, nil for none.
+func (r *Resource) ScaleIn(version string) *Scale {
+	if r.ScaleVersions != nil {
+		return r.ScaleVersions[version]
+	}
+	return r.Scale
 }
 
 // Scale says where a resource keeps what its autoscaling/v1 Scale shows.
