@@ -637,6 +637,47 @@ func TestWebhookMutatingPatch(t *testing.T) {
 	}
 }
 
+// Webhooks on a custom resource's /scale get the autoscaling/v1 Scale, as
+// from kube-apiserver, and a mutating webhook's change of it reaches the
+// custom resource.
+func TestWebhookScale(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	hs.handle("/scale-mutate", func(c *hookCall) *admissionv1.AdmissionResponse {
+		return patchResponse([]map[string]interface{}{{"op": "replace", "path": "/spec/replicas", "value": 4}})
+	})
+	hs.handle("/scale-seen", func(c *hookCall) *admissionv1.AdmissionResponse { return nil })
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	scaleRule := rule("dyn.example.com", "v1", "gadgets/scale", opUpdate)
+	createMWC(t, k, hs, "scale-mutate", mhook("scale.mutate.example.com", hs.clientConfig("/scale-mutate"), scaleRule))
+	createVWC(t, k, hs, "scale-seen", vhook("scale.seen.example.com", hs.clientConfig("/scale-seen"), scaleRule))
+	gadgets := "/apis/dyn.example.com/v1/namespaces/default/gadgets"
+	mustCode(t, "create", k.do(t, "POST", gadgets, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"scaled"},"spec":{"color":"red","replicas":1}}`)), http.StatusCreated)
+
+	r := k.do(t, "PATCH", gadgets+"/scaled/scale", []byte(`{"spec":{"replicas":2}}`), "Content-Type: application/merge-patch+json")
+	mustCode(t, "patch /scale", r, http.StatusOK)
+	if got := nested(decodeObj(t, r), "spec", "replicas"); got != int64(4) {
+		t.Errorf("/scale answered spec.replicas %v, want the webhook's 4", got)
+	}
+	if got := nested(decodeObj(t, k.do(t, "GET", gadgets+"/scaled", nil)), "spec", "replicas"); got != int64(4) {
+		t.Errorf("stored spec.replicas %v, want the webhook's 4", got)
+	}
+	calls := hs.callsTo("/scale-seen", "scaled")
+	if len(calls) != 1 {
+		t.Fatalf("the validating webhook was called %d times, want once", len(calls))
+	}
+	c := calls[0]
+	scaleKind := metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+	if c.Request.Kind != scaleKind || c.Request.Resource != (metav1.GroupVersionResource{Group: "dyn.example.com", Version: "v1", Resource: "gadgets"}) || c.Request.SubResource != "scale" {
+		t.Errorf("review kind %v resource %v subresource %q, want autoscaling/v1 Scale, gadgets, scale", c.Request.Kind, c.Request.Resource, c.Request.SubResource)
+	}
+	if c.Object == nil || c.Object.GetKind() != "Scale" || nested(c.Object, "spec", "replicas") != int64(4) ||
+		c.OldObject == nil || c.OldObject.GetKind() != "Scale" || nested(c.OldObject, "spec", "replicas") != int64(1) {
+		t.Errorf("review objects %s / %s, want the Scales with replicas 4 and 1", objName(c.Object), objName(c.OldObject))
+	}
+}
+
 // 3. The AdmissionReview a webhook receives.
 func TestWebhookAdmissionReview(t *testing.T) {
 	t.Parallel()

@@ -233,6 +233,9 @@ func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.Gro
 	if !ok {
 		return nil, fmt.Errorf("%v cannot be converted to %v", u.GroupVersionKind(), target)
 	}
+	if u.GroupVersionKind() == scaleGroupKind.WithVersion("v1") && gvk == u.GroupVersionKind() {
+		return u.DeepCopy(), nil // /scale's Scale: one version
+	}
 	res, found := o.s.resourceForKind(u.GroupVersionKind())
 	if !found {
 		return nil, fmt.Errorf("no served kind %v", u.GroupVersionKind())

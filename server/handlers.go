@@ -616,9 +616,17 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if dryRun {
 			options.DryRun = []string{metav1.DryRunAll}
 		}
-		attr := s.admissionAttributes(req, obj, old, admission.Update, options, dryRun)
-		if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
-			return nil, err
+		var attr admission.Attributes
+		if req.subresource == "scale" {
+			// Admission sees the autoscaling/v1 Scales, as kube's.
+			if attr, err = s.admitScale(ctx, req, obj, old, options, dryRun); err != nil {
+				return nil, err
+			}
+		} else {
+			attr = s.admissionAttributes(req, obj, old, admission.Update, options, dryRun)
+			if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
+				return nil, err
+			}
 		}
 		if req.subresource == "finalize" {
 			// Only spec.finalizers change through /finalize.

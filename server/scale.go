@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,9 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kapi-dev/kapi/server/registry"
@@ -166,4 +169,47 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		return
 	}
 	writeObject(w, r, output{}, http.StatusOK, result)
+}
+
+// admitScale builds the admission attributes of a /scale write as
+// kube-apiserver does — the objects are the autoscaling/v1 Scales of obj
+// and old — and runs the mutating webhooks on the new Scale: the replicas
+// they leave go into obj.
+func (s *Server) admitScale(ctx context.Context, req *resourceRequest, obj, old *unstructured.Unstructured, options runtime.Object, dryRun bool) (admission.Attributes, error) {
+	sc := req.res.ScaleIn(req.version)
+	scales := make([]*unstructured.Unstructured, 2)
+	for i, cr := range []*unstructured.Unstructured{obj, old} {
+		scale, _, err := scaleOf(cr, sc)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(scale)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		scales[i] = &unstructured.Unstructured{Object: u}
+	}
+	gvr := schema.GroupVersionResource{Group: req.res.Group, Version: req.version, Resource: req.res.Plural}
+	attr := admission.NewAttributesRecord(scales[0], scales[1], scaleGroupKind.WithVersion("v1"), req.namespace, req.name, gvr, "scale", admission.Update, options, dryRun, adminUser)
+	if !s.webhooks.HasMutating() {
+		return attr, nil
+	}
+	if err := s.mutate(ctx, attr); err != nil {
+		return nil, err
+	}
+	var replicas int64
+	value, _, _ := unstructured.NestedFieldNoCopy(scales[0].Object, "spec", "replicas")
+	switch v := value.(type) {
+	case int64:
+		replicas = v
+	case float64:
+		replicas = int64(v)
+	case nil:
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the Scale a mutating webhook returned has spec.replicas %v", v))
+	}
+	if err := unstructured.SetNestedField(obj.Object, replicas, replicasPath(sc.SpecReplicasPath)...); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return attr, nil
 }
