@@ -1116,6 +1116,21 @@ func TestCustomResourceFinalizerWarnings(t *testing.T) {
 	}
 }
 
+// An explicit null where the schema allows none is dropped, or defaulted
+// where the schema has a default, as kube-apiserver decodes it (Helm
+// renders empty values as null).
+func TestCustomResourceNulls(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	r := k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/default/gadgets", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"nulls"},"spec":{"color":null,"mode":null}}`))
+	mustCode(t, "create with nulls", r, http.StatusCreated)
+	spec, _ := decodeObj(t, r).Object["spec"].(map[string]interface{})
+	if _, ok := spec["color"]; ok || spec["mode"] != "Auto" {
+		t.Errorf("spec %v, want color dropped and mode defaulted to Auto", spec)
+	}
+}
+
 // A custom resource whose body names another kind is invalid (422) as
 // kube-apiserver's validation reports it, under the body's kind.
 func TestCustomResourceKindMismatch(t *testing.T) {
@@ -1364,7 +1379,7 @@ func TestCustomResourceVersions(t *testing.T) {
 		}
 	}
 	r = k.do(t, "GET", base+"v1alpha1/namespaces/default/widgets/w", nil)
-	if got := warnings(t, r.Header); !reflect.DeepEqual(got, []string{"ver.example.com/v1alpha1 Widget is deprecated"}) {
+	if got := warnings(t, r.Header); !reflect.DeepEqual(got, []string{"ver.example.com/v1alpha1 Widget is deprecated; use ver.example.com/v1 Widget"}) {
 		t.Errorf("GET v1alpha1 warnings %q, want the default text", got)
 	}
 	if err := got.UnmarshalJSON(r.Body); err != nil || got.GetAPIVersion() != "ver.example.com/v1alpha1" {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -124,7 +125,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 			if v.DeprecationWarning != nil {
 				res.DeprecationWarnings[v.Name] = *v.DeprecationWarning
 			} else {
-				res.DeprecationWarnings[v.Name] = fmt.Sprintf("%s/%s %s is deprecated", crd.Spec.Group, v.Name, crd.Status.AcceptedNames.Kind)
+				res.DeprecationWarnings[v.Name] = defaultDeprecationWarning(v.Name, &crd.Spec)
 			}
 		}
 	}
@@ -239,6 +240,24 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 	return res, nil
 }
 
+// defaultDeprecationWarning is kube-apiserver's warning for a deprecated
+// version without one of its own: it names the newest served version newer
+// than it that is not deprecated, if there is one.
+func defaultDeprecationWarning(deprecated string, spec *apiextensionsv1.CustomResourceDefinitionSpec) string {
+	msg := fmt.Sprintf("%s/%s %s is deprecated", spec.Group, deprecated, spec.Names.Kind)
+	newest := ""
+	for _, v := range spec.Versions {
+		if v.Served && !v.Deprecated && utilversion.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 &&
+			(newest == "" || utilversion.CompareKubeAwareVersionStrings(v.Name, newest) > 0) {
+			newest = v.Name
+		}
+	}
+	if newest == "" {
+		return msg
+	}
+	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, newest, spec.Names.Kind)
+}
+
 // openAPIDocuments returns the OpenAPI documents of the served versions of
 // crd, each built on first use: only /openapi and policy type checking
 // read them.
@@ -300,6 +319,10 @@ func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []
 		return nil, nil, fmt.Errorf("version %q is not served", v)
 	}
 	unknown := structuralpruning.PruneWithOptions(obj, ver.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	// An explicit null where the schema allows none and has no default is
+	// dropped, as kube-apiserver's decoder drops it (Helm renders empty
+	// values so).
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, ver.structural)
 	fieldErr, metaUnknown := schemaobjectmeta.CoerceWithOptions(nil, obj, ver.structural, true, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
 	if fieldErr != nil {
 		return nil, nil, fieldErr
@@ -366,6 +389,7 @@ func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
 	}
 	if ver, ok := s.versions[v]; ok {
 		structuralpruning.Prune(obj.Object, ver.structural, true)
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj.Object, ver.structural)
 		ver.applyDefaults(obj.Object)
 	}
 	return nil
