@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
@@ -82,14 +83,15 @@ func (c *crdController) note(name string, data []byte) {
 	c.names[name] = n
 }
 
-// acceptedByOthers returns the names the other CRDs of crd's group have
-// accepted.
-func (c *crdController) acceptedByOthers(crd *apiextensionsv1.CustomResourceDefinition) []apiextensionsv1.CustomResourceDefinitionNames {
+// acceptedInGroup returns the names the CRDs of group have accepted (as
+// kube's naming controller, it counts the CRD being synced too: a rename
+// may not take a name it holds under another role).
+func (c *crdController) acceptedInGroup(group string) []apiextensionsv1.CustomResourceDefinitionNames {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []apiextensionsv1.CustomResourceDefinitionNames
-	for name, n := range c.names {
-		if name != crd.Name && n.group == crd.Spec.Group {
+	for _, n := range c.names {
+		if n.group == group {
 			out = append(out, n.accepted)
 		}
 	}
@@ -182,7 +184,7 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		return err
 	}
 	updated := crd.DeepCopy()
-	names, namesAccepted, established := acceptNames(crd, c.acceptedByOthers(crd))
+	names, namesAccepted, established := acceptNames(crd, c.acceptedInGroup(crd.Spec.Group))
 	updated.Status.AcceptedNames = names
 	apihelpers.SetCRDCondition(updated, namesAccepted)
 	apihelpers.SetCRDCondition(updated, established)
@@ -269,19 +271,20 @@ func (c *crdController) unserve(name string) {
 }
 
 // acceptNames decides, as kube-apiserver's naming controller does, which of
-// the CRD's requested names it may use: a name another CRD of the group has
-// accepted (others) is refused with a condition naming the conflict.
-func acceptNames(in *apiextensionsv1.CustomResourceDefinition, others []apiextensionsv1.CustomResourceDefinitionNames) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
-	// The others are scanned for each requested name rather than gathered
+// the CRD's requested names it may use: a name a CRD of the group has
+// accepted (inGroup, the CRD itself included) is refused, unless the CRD
+// holds it in the same role, with a condition naming the conflict.
+func acceptNames(in *apiextensionsv1.CustomResourceDefinition, inGroup []apiextensionsv1.CustomResourceDefinitionNames) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+	// The names are scanned for each requested name rather than gathered
 	// into sets: with many CRDs in a group, building the sets for each
 	// CRD's sync was most of a restart's naming work.
 	resources := func(name string) bool {
-		return slices.ContainsFunc(others, func(n apiextensionsv1.CustomResourceDefinitionNames) bool {
+		return slices.ContainsFunc(inGroup, func(n apiextensionsv1.CustomResourceDefinitionNames) bool {
 			return n.Plural == name || n.Singular == name || slices.Contains(n.ShortNames, name)
 		})
 	}
 	kinds := func(name string) bool {
-		return slices.ContainsFunc(others, func(n apiextensionsv1.CustomResourceDefinitionNames) bool {
+		return slices.ContainsFunc(inGroup, func(n apiextensionsv1.CustomResourceDefinitionNames) bool {
 			return n.Kind == name || n.ListKind == name
 		})
 	}
@@ -307,16 +310,17 @@ func acceptNames(in *apiextensionsv1.CustomResourceDefinition, others []apiexten
 	} else {
 		names.Singular = req.Singular
 	}
-	var shortErr error
+	// Every short name in use is reported, as kube's aggregate error.
+	var shortErrs []error
 	had := sets.New(acc.ShortNames...)
 	for _, sn := range req.ShortNames {
 		if !had.Has(sn) {
-			if err := fresh(sn, "", resources); err != nil && shortErr == nil {
-				shortErr = err
+			if err := fresh(sn, "", resources); err != nil {
+				shortErrs = append(shortErrs, err)
 			}
 		}
 	}
-	if shortErr != nil {
+	if shortErr := utilerrors.NewAggregate(shortErrs); shortErr != nil {
 		conflict("ShortNamesConflict", shortErr)
 	} else {
 		names.ShortNames = req.ShortNames

@@ -61,6 +61,18 @@ func TestAcceptNames(t *testing.T) {
 			t.Errorf("%s: a conflicting name was accepted: %+v", tc.crd.Name, names)
 		}
 	}
+	// Every short name in use is named, as kube's aggregate error names them.
+	_, cond, _ = acceptNames(crdNamed("others", "other", "Other", "widgets", "wd"), []apiextensionsv1.CustomResourceDefinitionNames{accepted.Status.AcceptedNames})
+	if want := `["widgets" is already in use, "wd" is already in use]`; cond.Reason != "ShortNamesConflict" || cond.Message != want {
+		t.Errorf("two short names in use: %s %q, want ShortNamesConflict %q", cond.Reason, cond.Message, want)
+	}
+	// Its own accepted names count too: a new singular may not be the
+	// plural it holds.
+	renamed := accepted.DeepCopy()
+	renamed.Spec.Names.Singular = "widgets"
+	if _, cond, _ = acceptNames(renamed, []apiextensionsv1.CustomResourceDefinitionNames{accepted.Status.AcceptedNames}); cond.Reason != "SingularConflict" {
+		t.Errorf("a singular the CRD holds as its plural: %s %q, want SingularConflict", cond.Reason, cond.Message)
+	}
 	// A CRD keeps the names it already holds.
 	again, cond, _ := acceptNames(accepted, nil)
 	if cond.Status != apiextensionsv1.ConditionTrue || !reflect.DeepEqual(again, accepted.Spec.Names) {
