@@ -1131,9 +1131,10 @@ func TestCustomResourceNulls(t *testing.T) {
 	}
 }
 
-// A custom resource whose body names another kind is invalid (422) as
-// kube-apiserver's validation reports it, under the body's kind.
-func TestCustomResourceKindMismatch(t *testing.T) {
+// Bodies that are not the endpoint's custom resource get kube-apiserver's
+// answers: another kind is invalid (422) under the body's kind; no kind, or
+// metadata that does not decode, is a 400.
+func TestCustomResourceBodyErrors(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)
 	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
@@ -1151,6 +1152,9 @@ func TestCustomResourceKindMismatch(t *testing.T) {
 	r = k.do(t, "POST", path, []byte(noKind))
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
 		`the object provided is unrecognized (must be of type Gadget): Object 'Kind' is missing in '`+noKind+`' ({"apiVersion":"dyn.example.com ...)`)
+	r = k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"badmeta","labels":"x"}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		`Gadget in version "v1" cannot be handled as a Gadget: json: cannot unmarshal string into Go struct field ObjectMeta.labels of type map[string]string`)
 }
 
 // perVersionCRDYAML gives its versions different subresources and

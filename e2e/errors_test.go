@@ -63,6 +63,10 @@ func TestErrorsAsStatus(t *testing.T) {
 		// kube-apiserver quotes the body's first 30 bytes.
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			`the object provided is unrecognized (must be of type ValidatingWebhookConfiguration): couldn't get version/kind; json parse error: unexpected end of JSON input ({"apiVersion": "admissionregis ...)`)
+		// Metadata that does not decode.
+		r = k.do(t, "POST", vwcs, []byte(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"x","labels":"x"}}`))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			`ValidatingWebhookConfiguration in version "v1" cannot be handled as a ValidatingWebhookConfiguration: json: cannot unmarshal string into Go struct field ObjectMeta.metadata.labels of type map[string]string`)
 		r = k.do(t, "PUT", vwcs+"/existing", []byte(`{not json}`))
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
 	})

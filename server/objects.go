@@ -110,7 +110,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(body), err.Error())})
 	}
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", req.res.Kind, err))
+		return nil, undecodable(req, body, err)
 	}
 	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}.String()
 	switch {
@@ -158,6 +158,25 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		}
 	}
 	return obj, nil
+}
+
+// undecodable words a body that does not decode as the endpoint's kind as
+// kube-apiserver does: when the body names (or, for a built-in kind, may
+// leave out) its apiVersion and kind, "<Kind> in version <v> cannot be
+// handled as a <Kind>"; else the object is unrecognized.
+func undecodable(req *resourceRequest, body []byte, err error) error {
+	var tm metav1.TypeMeta
+	if json.Unmarshal(body, &tm) != nil || (tm.Kind == "" && req.res.Custom) {
+		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", req.res.Kind, err, summarize(body)))
+	}
+	kind, version := tm.Kind, req.version
+	if kind == "" {
+		kind = req.res.Kind
+	}
+	if gv, perr := schema.ParseGroupVersion(tm.APIVersion); perr == nil && gv.Version != "" {
+		version = gv.Version
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, version, req.res.Kind, err))
 }
 
 // summarize is the start of a body kube-apiserver quotes in a decoding

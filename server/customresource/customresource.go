@@ -7,6 +7,7 @@ package customresource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -28,9 +29,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -324,6 +325,11 @@ func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []
 	// values so).
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, ver.structural)
 	fieldErr, metaUnknown := schemaobjectmeta.CoerceWithOptions(nil, obj, ver.structural, true, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+	if fieldErr != nil && fieldErr.Field == "metadata" {
+		// kube-apiserver reads the object's metadata before coercing the
+		// rest: its error comes bare.
+		return nil, nil, errors.New(fieldErr.Detail)
+	}
 	if fieldErr != nil {
 		return nil, nil, fieldErr
 	}
