@@ -462,9 +462,46 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
 		return nil, err
 	}
-	if obj.GetName() == "" && obj.GetGenerateName() != "" {
-		obj.SetName(names.SimpleNameGenerator.GenerateName(obj.GetGenerateName()))
+	// A generated name that is taken is generated again, as kube-apiserver
+	// tries up to 8 names; each try runs the rules and the validating
+	// webhooks on the object with its name.
+	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
+	for attempt := 1; ; attempt++ {
+		if generate {
+			obj.SetName(generateName(obj.GetGenerateName()))
+		}
+		err := s.admitAndStore(ctx, req, obj, options, dryRun)
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+		if generate && attempt < maxNameGenerationCreateAttempts {
+			continue
+		}
+		return nil, s.alreadyExists(ctx, req, obj, generate)
 	}
+	if ev := audit.AuditEventFrom(ctx); ev != nil && ev.ObjectRef != nil && ev.ObjectRef.Name == "" {
+		// The audit event names the object a create made.
+		ev.ObjectRef.Name = obj.GetName()
+	}
+	return obj, nil
+}
+
+// maxNameGenerationCreateAttempts is how many generated names a create
+// tries, as kube-apiserver.
+const maxNameGenerationCreateAttempts = 8
+
+// generateName makes a name from a generateName prefix (a variable for
+// tests that need names to collide).
+var generateName = names.SimpleNameGenerator.GenerateName
+
+// admitAndStore finishes a create of obj: the server-set fields, the kind's
+// rules, the validating webhooks, then the store (a dry run only checks the
+// name is free, as kube-apiserver's dry-run storage).
+func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, options *metav1.CreateOptions, dryRun bool) error {
+	res := req.res
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	obj.SetUID(uuid.NewUUID())
 	obj.SetCreationTimestamp(now)
@@ -479,31 +516,48 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	}
 	res.Strategy.PrepareForCreate(ctx, obj)
 	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
+		return apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 	}
 	if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
 		addWarnings(ctx, ws.WarningsOnCreate(ctx, obj))
 	}
 	if obj.GetName() == "" {
 		// Validation reports a missing name; this guards the store.
-		return nil, apierrors.NewBadRequest("name is required")
+		return apierrors.NewBadRequest("name is required")
 	}
 	// The validating webhooks see the object as it will be stored, with
 	// its generated name.
 	if err := s.validateAdmission(ctx, s.admissionAttributes(req, obj, nil, admission.Create, options, dryRun)); err != nil {
-		return nil, err
+		return err
 	}
+	key := storageKey(res, obj.GetNamespace(), obj.GetName())
 	if dryRun {
-		return obj, nil
+		if _, err := s.store.Get(ctx, key); err == nil {
+			return apierrors.NewAlreadyExists(res.GroupResource(), obj.GetName())
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return storageError(err, res, obj.GetName())
+		}
+		return nil
 	}
-	if _, err := s.store.Create(ctx, storageKey(res, obj.GetNamespace(), obj.GetName()), encoder(obj)); err != nil {
-		return nil, storageError(err, res, obj.GetName())
+	if _, err := s.store.Create(ctx, key, encoder(obj)); err != nil {
+		return storageError(err, res, obj.GetName())
 	}
-	if ev := audit.AuditEventFrom(ctx); ev != nil && ev.ObjectRef != nil && ev.ObjectRef.Name == "" {
-		// The audit event names the object a create made.
-		ev.ObjectRef.Name = obj.GetName()
+	return nil
+}
+
+// alreadyExists is kube-apiserver's answer to a create of a name that is
+// taken: a generated one is a conflict of generated names, and an object
+// still being deleted is said to be.
+func (s *Server) alreadyExists(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, generated bool) error {
+	gr := req.res.GroupResource()
+	err := apierrors.NewAlreadyExists(gr, obj.GetName())
+	if generated {
+		err = apierrors.NewGenerateNameConflict(gr, obj.GetName(), 1)
 	}
-	return obj, nil
+	if existing, _, getErr := s.getObject(ctx, req.res, obj.GetNamespace(), obj.GetName()); getErr == nil && existing.GetDeletionTimestamp() != nil {
+		err.ErrStatus.Message = "object is being deleted: " + err.ErrStatus.Message
+	}
+	return err
 }
 
 // checkNamespace fills in or checks the object's namespace against the URL.

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const nsPath = "/api/v1/namespaces"
+
+// A generated name that is taken is generated again, up to 8 names, as
+// kube-apiserver; then the create is a conflict of generated names.
+func TestCreateRetriesGeneratedNames(t *testing.T) {
+	ts := newTestServer(t)
+	var generated []string
+	next := []string{"gen-taken", "gen-taken", "gen-free"}
+	defer func(old func(string) string) { generateName = old }(generateName)
+	generateName = func(prefix string) string {
+		name := next[0]
+		if len(next) > 1 {
+			next = next[1:]
+		}
+		generated = append(generated, name)
+		return name
+	}
+	if code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"gen-taken"}}`); code != http.StatusCreated {
+		t.Fatalf("create gen-taken: %d %s", code, body)
+	}
+	code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"generateName":"gen-"}}`)
+	if code != http.StatusCreated || !strings.Contains(body, `"name":"gen-free"`) {
+		t.Fatalf("create with generateName: %d %s, want gen-free after two taken names", code, body)
+	}
+	if strings.Join(generated, ",") != "gen-taken,gen-taken,gen-free" {
+		t.Errorf("names tried %v", generated)
+	}
+	// Every name taken: after 8 tries, 409.
+	next, generated = []string{"gen-taken"}, nil
+	code, body = call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"generateName":"gen-"}}`)
+	var st metav1.Status
+	_ = json.Unmarshal([]byte(body), &st)
+	if code != http.StatusConflict || st.Reason != metav1.StatusReasonAlreadyExists || len(generated) != 8 ||
+		st.Message != `namespaces "gen-taken" already exists, the server was not able to generate a unique name for the object` {
+		t.Errorf("every generated name taken: %d after %d tries, %s", code, len(generated), body)
+	}
+}
+
+// A dry-run create of a name that is taken is refused, as kube-apiserver's
+// dry-run storage refuses it.
+func TestDryRunCreateOfExistingName(t *testing.T) {
+	ts := newTestServer(t)
+	if code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"taken"}}`); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	code, body := call(t, ts, http.MethodPost, nsPath+"?dryRun=All", "application/json", `{"metadata":{"name":"taken"}}`)
+	if code != http.StatusConflict || !strings.Contains(body, `namespaces \"taken\" already exists`) {
+		t.Errorf("dry-run create of a taken name: %d %s, want 409 AlreadyExists", code, body)
+	}
+	if code, body := call(t, ts, http.MethodPost, nsPath+"?dryRun=All", "application/json", `{"metadata":{"name":"free"}}`); code != http.StatusCreated {
+		t.Errorf("dry-run create of a free name: %d %s", code, body)
+	}
+}
+
+// A create of a name whose object is being deleted says so, as
+// kube-apiserver.
+func TestCreateOfNameBeingDeleted(t *testing.T) {
+	ts := newTestServer(t)
+	if code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"held","finalizers":["example.com/hold"]}}`); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if code, body := call(t, ts, http.MethodDelete, nsPath+"/held", "", ""); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"held"}}`)
+	if code != http.StatusConflict || !strings.Contains(body, `"message":"object is being deleted: namespaces \"held\" already exists"`) {
+		t.Errorf("create of a name being deleted: %d %s", code, body)
+	}
+}
