@@ -832,6 +832,26 @@ func TestPatchErrors(t *testing.T) {
 		unchanged(t)
 	})
 
+	t.Run("stale resourceVersion", func(t *testing.T) {
+		// A resourceVersion the patch sets is a precondition, whatever the
+		// patch type: a JSON patch's replace (client-go's csaupgrade locks
+		// so), a merge patch's metadata, an applied configuration's.
+		const stale = "1"
+		for _, tc := range []struct{ ct, body string }{
+			{jsonPatch, `[{"op":"replace","path":"/metadata/resourceVersion","value":"` + stale + `"},{"op":"replace","path":"/webhooks/0/timeoutSeconds","value":9}]`},
+			{mergePatch, `{"metadata":{"resourceVersion":"` + stale + `"},"webhooks":[]}`},
+			{"Content-Type: application/apply-patch+yaml", `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"existing","resourceVersion":"` + stale + `"}}`},
+		} {
+			q := ""
+			if strings.Contains(tc.ct, "apply") {
+				q = "?fieldManager=stale"
+			}
+			expectStatus(t, k.do(t, "PATCH", path+q, []byte(tc.body), tc.ct), http.StatusConflict, metav1.StatusReasonConflict,
+				"the object has been modified; please apply your changes to the latest version and try again")
+		}
+		unchanged(t)
+	})
+
 	t.Run("patch changes uid", func(t *testing.T) {
 		// A patch carries no UID precondition: the changed uid fails the
 		// update's metadata validation (rest.BeforeUpdate).

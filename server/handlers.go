@@ -621,8 +621,11 @@ type updateFunc func(current *unstructured.Unstructured) (*unstructured.Unstruct
 
 // updateObject runs kube-apiserver's update path: read, compute, keep
 // server-owned fields, validate, and write with the read revision as the
-// precondition, retrying when the client set no resourceVersion.
-func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun, retryOnConflict bool, compute updateFunc) (*unstructured.Unstructured, error) {
+// precondition, retrying when the client set no resourceVersion. With
+// patched, compute applies a patch to the current object: the result keeps
+// the current resourceVersion unless the patch set another, which is then
+// the client's precondition (as kube's store checks a patched object's).
+func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun, patched bool, compute updateFunc) (*unstructured.Unstructured, error) {
 	res := req.res
 	for attempt := 0; ; attempt++ {
 		stored, err := s.store.Get(ctx, storageKey(res, req.namespace, req.name))
@@ -646,9 +649,9 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			return nil, err
 		}
 		clientRV := obj.GetResourceVersion()
-		if retryOnConflict {
-			clientRV = ""
-		} else if clientRV == "" && !res.Strategy.AllowUnconditionalUpdate() {
+		if patched && clientRV == old.GetResourceVersion() {
+			clientRV = "" // the patch set none
+		} else if clientRV == "" && !patched && !res.Strategy.AllowUnconditionalUpdate() {
 			// As kube-apiserver's store words it: under the resource's name.
 			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, req.name, fieldErrorRVRequired())
 		}
@@ -730,7 +733,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		} else {
 			_, err = s.store.Update(ctx, key, rev, encoder(obj))
 		}
-		if errors.Is(err, storage.ErrConflict) && (clientRV == "" || retryOnConflict) && attempt < 16 {
+		if errors.Is(err, storage.ErrConflict) && clientRV == "" && attempt < 16 {
 			continue
 		}
 		if err != nil {

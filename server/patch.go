@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -72,17 +71,10 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 
-	// A patch that names a resourceVersion is a precondition; otherwise
-	// the patch is retried on a conflict, as kube-apiserver does.
-	var probe struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(body, &probe)
-	retry := probe.Metadata.ResourceVersion == ""
-
-	updated, err := s.updateObject(r.Context(), req, dryRun, retry, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	// A patch that sets a resourceVersion (a merge patch's metadata, a JSON
+	// patch's replace) makes it a precondition; otherwise the patch is
+	// retried on a conflict, as kube-apiserver does (updateObject).
+	updated, err := s.updateObject(r.Context(), req, dryRun, true, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		live := current.DeepCopy()
 		if err := req.res.Strategy.Convert(current, req.version); err != nil {
 			return nil, apierrors.NewInternalError(err)
