@@ -169,6 +169,24 @@ func TestDeletePreconditions(t *testing.T) {
 	}
 }
 
+// A Namespace's /status changes its metadata and status, not its spec, as
+// kube-apiserver's namespace status strategy.
+func TestNamespaceStatusUpdate(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctxT(t), newNamespace("st"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := k.do(t, "PATCH", "/api/v1/namespaces/st/status", []byte(`{"metadata":{"labels":{"x":"1"}},"spec":{"finalizers":[]}}`), "Content-Type: application/merge-patch+json")
+	if r.Code != http.StatusOK {
+		t.Fatalf("patch /status: %d %s", r.Code, r.Body)
+	}
+	ns, err := k.Client.CoreV1().Namespaces().Get(ctxT(t), "st", metav1.GetOptions{})
+	if err != nil || ns.Labels["x"] != "1" || len(ns.Spec.Finalizers) != 1 {
+		t.Errorf("after /status: labels %v spec.finalizers %v (%v), want the label and the kubernetes finalizer kept", ns.Labels, ns.Spec.Finalizers, err)
+	}
+}
+
 // Finalizer names on a Namespace are checked as kube-apiserver's core
 // validation checks them: without a domain prefix, only standard names.
 func TestNamespaceFinalizerNames(t *testing.T) {

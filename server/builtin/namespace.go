@@ -64,10 +64,9 @@ func namespaceResource() *registry.Resource {
 			return errs
 		},
 		prepareStatusUpdate: func(ns, old *corev1.Namespace) {
-			// Only status changes (and managedFields, which record it).
-			status, managed := ns.Status, ns.ManagedFields
-			*ns = *old
-			ns.Status, ns.ManagedFields = status, managed
+			// As kube-apiserver's namespace status strategy: the spec
+			// stays, metadata and status change.
+			ns.Spec = old.Spec
 		},
 		validateStatusUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
 			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
