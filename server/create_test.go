@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -76,5 +77,34 @@ func TestCreateOfNameBeingDeleted(t *testing.T) {
 	code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"held"}}`)
 	if code != http.StatusConflict || !strings.Contains(body, `"message":"object is being deleted: namespaces \"held\" already exists"`) {
 		t.Errorf("create of a name being deleted: %d %s", code, body)
+	}
+}
+
+// Duplicate owner references are dropped with kube-apiserver's warning
+// (a patch's with the wording for after the mutating webhooks).
+func TestDuplicateOwnerReferences(t *testing.T) {
+	ts := newTestServer(t)
+	ref := `{"apiVersion":"v1","kind":"Namespace","name":"owner","uid":"u-1"}`
+	do := func(method, path, contentType, body string) (int, string, []string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data), resp.Header.Values("Warning")
+	}
+	code, body, warnings := do(http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"owned","ownerReferences":[`+ref+`,`+ref+`]}}`)
+	want := `299 - ".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: u-1"`
+	if code != http.StatusCreated || strings.Count(body, `"uid":"u-1"`) != 1 || len(warnings) != 1 || warnings[0] != want {
+		t.Errorf("create with a duplicate owner reference: %d, warnings %q, body %s", code, warnings, body)
+	}
+	code, body, warnings = do(http.MethodPatch, nsPath+"/owned", "application/merge-patch+json", `{"metadata":{"ownerReferences":[`+ref+`,`+ref+`]}}`)
+	want = `299 - ".metadata.ownerReferences contains duplicate entries after mutating admission happens; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: u-1"`
+	if code != http.StatusOK || strings.Count(body, `"uid":"u-1"`) != 1 || len(warnings) != 1 || warnings[0] != want {
+		t.Errorf("patch with a duplicate owner reference: %d, warnings %q, body %s", code, warnings, body)
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -445,6 +447,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if err := res.Strategy.Convert(obj, res.StorageVersion); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	dedupOwnerReferences(ctx, obj, false)
 	if manager != "" {
 		obj = s.trackUpdate(res, "", nil, obj, manager)
 	}
@@ -462,6 +465,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
 		return nil, err
 	}
+	dedupOwnerReferences(ctx, obj, true)
 	// A generated name that is taken is generated again, as kube-apiserver
 	// tries up to 8 names; each try runs the rules and the validating
 	// webhooks on the object with its name.
@@ -648,6 +652,9 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if err != nil {
 			return nil, err
 		}
+		if !patched {
+			dedupOwnerReferences(ctx, obj, false)
+		}
 		clientRV := obj.GetResourceVersion()
 		if patched && clientRV == old.GetResourceVersion() {
 			clientRV = "" // the patch set none
@@ -684,6 +691,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
 				return nil, err
 			}
+			dedupOwnerReferences(ctx, obj, true)
 		}
 		if req.subresource == "finalize" {
 			// Only spec.finalizers change through /finalize.
@@ -751,6 +759,35 @@ func objectGroupKind(res *registry.Resource, obj *unstructured.Unstructured) sch
 		return schema.GroupKind{Group: res.Group, Kind: kind}
 	}
 	return res.GroupKind()
+}
+
+// dedupOwnerReferences drops an owner reference equal to an earlier one,
+// with kube-apiserver's warning naming the duplicate uids. Creates and
+// updates are deduplicated before and after the mutating webhooks, patches
+// after them only (hence kube's two wordings).
+func dedupOwnerReferences(ctx context.Context, obj *unstructured.Unstructured, afterMutation bool) {
+	refs := obj.GetOwnerReferences()
+	if len(refs) < 2 {
+		return
+	}
+	var kept []metav1.OwnerReference
+	var duplicates []string
+	for _, ref := range refs {
+		if slices.ContainsFunc(kept, func(k metav1.OwnerReference) bool { return apiequality.Semantic.DeepEqual(k, ref) }) {
+			duplicates = append(duplicates, string(ref.UID))
+			continue
+		}
+		kept = append(kept, ref)
+	}
+	if len(duplicates) == 0 {
+		return
+	}
+	format := ".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: %v"
+	if afterMutation {
+		format = ".metadata.ownerReferences contains duplicate entries after mutating admission happens; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: %v"
+	}
+	warning.AddWarning(ctx, "", fmt.Sprintf(format, strings.Join(duplicates, ", ")))
+	obj.SetOwnerReferences(kept)
 }
 
 // addWarnings adds each warning to the response as a Warning header.
