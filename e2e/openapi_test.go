@@ -96,3 +96,35 @@ func TestOpenAPIExplain(t *testing.T) {
 		return err == nil && strings.Contains(out, "The gizmo's colour.")
 	})
 }
+
+// /openapi/v2 is served as protobuf too, which client-go's
+// DiscoveryClient.OpenAPISchema asks for (and nothing else).
+func TestOpenAPIV2Protobuf(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crd := newCRD("gizmos", "pb.example.com")
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settledCRD(ctx, t, k, crd.Name)
+	doc, err := k.Client.Discovery().OpenAPISchema()
+	if err != nil {
+		t.Fatalf("OpenAPISchema: %v", err)
+	}
+	builtin, custom := false, false
+	for _, p := range doc.GetPaths().GetPath() {
+		builtin = builtin || p.GetName() == "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+		custom = custom || strings.HasPrefix(p.GetName(), "/apis/pb.example.com/v1/")
+	}
+	if !builtin || !custom || doc.GetSwagger() != "2.0" {
+		t.Errorf("the protobuf document (swagger %q, %d paths): the webhook configurations' path %v, the CRD's %v", doc.GetSwagger(), len(doc.GetPaths().GetPath()), builtin, custom)
+	}
+	r := k.do(t, "GET", "/openapi/v2", nil, "Accept: application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+	if ct := r.Header.Get("Content-Type"); r.Code != 200 || ct != "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" || r.Header.Get("Vary") != "Accept" {
+		t.Errorf("protobuf /openapi/v2: %d, Content-Type %q, Vary %q", r.Code, ct, r.Header.Get("Vary"))
+	}
+	if r := k.do(t, "GET", "/openapi/v2", nil, "Accept: text/plain"); r.Code != 406 {
+		t.Errorf("/openapi/v2 as text/plain: %d, want 406", r.Code)
+	}
+}

@@ -26,12 +26,28 @@ func GroupVersionPath(group, version string) string {
 
 var queryParams = []string{"dryRun", "fieldManager", "fieldValidation", "pretty"}
 
-func param(name string) map[string]any {
+// paramV3 and paramV2 are a string query parameter as each version of
+// OpenAPI describes it (v2 has no schema for parameters outside the body).
+func paramV3(name string) map[string]any {
 	return map[string]any{"name": name, "in": "query", "schema": map[string]any{"type": "string"}, "uniqueItems": true}
+}
+
+func paramV2(name string) map[string]any {
+	return map[string]any{"name": name, "in": "query", "type": "string", "uniqueItems": true}
 }
 
 // V3 returns the OpenAPI v3 document of one group version.
 func V3(group, version string, kinds []Kind) map[string]any {
+	return map[string]any{
+		"openapi":    "3.0.0",
+		"info":       map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
+		"paths":      operations(kinds, paramV3),
+		"components": map[string]any{"schemas": schemasFor("#/components/schemas/", kinds)},
+	}
+}
+
+// operations returns the paths of kinds with their operations.
+func operations(kinds []Kind, param func(string) map[string]any) map[string]any {
 	paths := map[string]any{}
 	sort.Slice(kinds, func(i, j int) bool { return kinds[i].Plural < kinds[j].Plural })
 	for _, k := range kinds {
@@ -74,27 +90,15 @@ func V3(group, version string, kinds []Kind) map[string]any {
 			}
 		}
 	}
-	return map[string]any{
-		"openapi":    "3.0.0",
-		"info":       map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
-		"paths":      paths,
-		"components": map[string]any{"schemas": schemasFor("#/components/schemas/", kinds)},
-	}
+	return paths
 }
 
 // V2 returns the OpenAPI v2 (swagger) document of every kind.
 func V2(kinds []Kind) map[string]any {
-	paths := map[string]any{}
-	for _, k := range kinds {
-		doc := V3(k.Group, k.Version, []Kind{k})
-		for p, item := range doc["paths"].(map[string]any) {
-			paths[p] = item
-		}
-	}
 	return map[string]any{
 		"swagger":     "2.0",
 		"info":        map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
-		"paths":       paths,
+		"paths":       operations(kinds, paramV2),
 		"definitions": schemasFor("#/definitions/", kinds),
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/munnerz/goautoneg"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -67,11 +69,33 @@ func (s *Server) v2Document() (document, time.Time, error) {
 	return s.openapiV2.get(s.reg.Generation(), s.buildV2Document)
 }
 
+// v2ProtoDocument returns the OpenAPI v2 document as protobuf (what
+// client-go's OpenAPISchema asks for) and when it was built.
+func (s *Server) v2ProtoDocument() (document, time.Time, error) {
+	doc, _, err := s.v2Document()
+	if err != nil {
+		return document{}, time.Time{}, err
+	}
+	s.openapiMu.Lock()
+	defer s.openapiMu.Unlock()
+	return s.openapiV2Proto.get(s.reg.Generation(), func() (document, error) {
+		data, err := handler.ToProtoBinary(doc.data)
+		if err != nil {
+			return document{}, err
+		}
+		return newDocument(data), nil
+	})
+}
+
 // serveDocument writes an OpenAPI document with its hash as ETag and the
 // time it was built, as kube-apiserver does: a request whose If-None-Match
 // or If-Modified-Since still holds gets 304 Not Modified.
 func serveDocument(w http.ResponseWriter, r *http.Request, doc document, built time.Time) {
-	w.Header().Set("Content-Type", "application/json")
+	serveDocumentAs(w, r, "application/json", doc, built)
+}
+
+func serveDocumentAs(w http.ResponseWriter, r *http.Request, contentType string, doc document, built time.Time) {
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Etag", `"`+doc.hash+`"`)
 	http.ServeContent(w, r, "", built, bytes.NewReader(doc.data))
 }
@@ -176,20 +200,50 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	serveDocument(w, r, doc.document, doc.built)
 }
 
+// The protobuf media types of the OpenAPI v2 document, as kube-openapi
+// names them (the first is the older, with '@').
+const (
+	openAPIV2ProtobufOld = "com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	openAPIV2Protobuf    = "com.github.proto-openapi.spec.v2.v1.0+protobuf"
+)
+
 // serveOpenAPIV2 answers /openapi/v2: the operations of the built-in kinds
-// and the documents of every served custom resource version.
+// and the documents of every served custom resource version, as JSON or
+// protobuf by the first acceptable media type, as kube-apiserver.
 func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 	accept := r.Header.Get("Accept")
-	if accept != "" && !strings.Contains(accept, "json") && !strings.Contains(accept, "*/*") {
-		writeError(w, r, notAcceptable())
+	if accept == "" {
+		accept = "*/*"
+	}
+	w.Header().Add("Vary", "Accept")
+	for _, clause := range goautoneg.ParseAccept(accept) {
+		if clause.Type != "application" && clause.Type != "*" {
+			continue
+		}
+		var (
+			doc         document
+			built       time.Time
+			err         error
+			contentType string
+		)
+		switch clause.SubType {
+		case "json", "*":
+			doc, built, err = s.v2Document()
+			contentType = "application/json"
+		case openAPIV2Protobuf, openAPIV2ProtobufOld:
+			doc, built, err = s.v2ProtoDocument()
+			contentType = "application/" + openAPIV2Protobuf
+		default:
+			continue
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		serveDocumentAs(w, r, contentType, doc, built)
 		return
 	}
-	doc, built, err := s.v2Document()
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	serveDocument(w, r, doc, built)
+	writeError(w, r, notAcceptable())
 }
 
 // buildV2Document builds the /openapi/v2 document: the operations of the

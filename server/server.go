@@ -55,9 +55,10 @@ type Server struct {
 	equivalentMu  sync.Mutex
 	equivalent    byGeneration[runtime.EquivalentResourceMapper]
 	// The OpenAPI documents, v3 by group version path, as JSON.
-	openapiMu sync.Mutex
-	openapiV3 byGeneration[map[string]gvDocument]
-	openapiV2 byGeneration[document]
+	openapiMu      sync.Mutex
+	openapiV3      byGeneration[map[string]gvDocument]
+	openapiV2      byGeneration[document]
+	openapiV2Proto byGeneration[document]
 	// The aggregated discovery documents, encoded.
 	discoveryMu   sync.Mutex
 	discoveryDocs map[discoveryKey]*byGeneration[document]
