@@ -141,6 +141,17 @@ func TestPolicyAuditLog(t *testing.T) {
 	if !strings.Contains(failure, `"message":"names must start with ok-"`) || !strings.Contains(failure, `"validationActions":["Audit"]`) {
 		t.Errorf("validation_failure annotation %q", failure)
 	}
+	// Every answer carries an Audit-Id, the client's when it sent one, and
+	// the audit event has the same id.
+	if id := k.do(t, "GET", "/api/v1/namespaces", nil).Header.Get("Audit-Id"); len(id) != 36 {
+		t.Errorf("Audit-Id %q, want a generated uuid", id)
+	}
+	if r := k.do(t, "GET", "/api/v1/namespaces/default", nil, "Audit-Id: my-audit-id"); r.Header.Get("Audit-Id") != "my-audit-id" {
+		t.Errorf("Audit-Id %q, want the client's my-audit-id", r.Header.Get("Audit-Id"))
+	}
+	if data, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(data), `"auditID":"my-audit-id"`) {
+		t.Errorf("no audit event with the client's Audit-Id (%v)", err)
+	}
 	// The admission plugin's own metrics, under kube-apiserver's names.
 	metrics := string(k.do(t, "GET", "/metrics", nil).Body)
 	if !strings.Contains(metrics, "apiserver_validating_admission_policy_check_total{") || !strings.Contains(metrics, `policy="audited"`) {

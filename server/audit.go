@@ -10,7 +10,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/types"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/audit"
@@ -25,6 +25,18 @@ type auditLog struct {
 	w  io.Writer
 }
 
+type auditIDKey struct{}
+
+// withAuditID and auditIDFrom carry a request's Audit-Id.
+func withAuditID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, auditIDKey{}, id)
+}
+
+func auditIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(auditIDKey{}).(string)
+	return id
+}
+
 // begin starts the audit event of a resource request.
 func (l *auditLog) begin(r *http.Request, req *resourceRequest, verb string) *http.Request {
 	ctx := audit.WithAuditContext(r.Context())
@@ -32,7 +44,7 @@ func (l *auditLog) begin(r *http.Request, req *resourceRequest, verb string) *ht
 	ac.RequestAuditConfig.Level = auditinternal.LevelMetadata
 	ac.Event = auditinternal.Event{
 		Level:                    auditinternal.LevelMetadata,
-		AuditID:                  uuid.NewUUID(),
+		AuditID:                  types.UID(auditIDFrom(r.Context())),
 		Stage:                    auditinternal.StageResponseComplete,
 		RequestURI:               r.URL.RequestURI(),
 		Verb:                     verb,

@@ -6,11 +6,7 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/kapi-dev/kapi/admission"
-	"github.com/kapi-dev/kapi/admission/webhook"
 	"io"
-	"k8s.io/apimachinery/pkg/runtime"
-	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -23,8 +19,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
+	"github.com/kapi-dev/kapi/admission"
+	"github.com/kapi-dev/kapi/admission/webhook"
 	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
@@ -419,6 +421,14 @@ func (w *statusRecorder) Flush() {
 // and user agent (never bodies).
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As kube-apiserver's audit init: every answer carries the
+		// request's Audit-Id, the client's if it sent one.
+		id := r.Header.Get(auditinternal.HeaderAuditID)
+		if id == "" {
+			id = string(uuid.NewUUID())
+		}
+		w.Header().Set(auditinternal.HeaderAuditID, id)
+		r = r.WithContext(withAuditID(r.Context(), id))
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r)
