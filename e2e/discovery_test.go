@@ -286,7 +286,8 @@ func TestDiscovery(t *testing.T) {
 	t.Run("version", func(t *testing.T) {
 		var v version.Info
 		decodeInto(t, k.do(t, "GET", "/version", nil), &v)
-		if v.Major != "1" || v.Minor != "33" || !strings.HasPrefix(v.GitVersion, "v1.33.") {
+		if v.Major != "1" || v.Minor != "33" || !strings.HasPrefix(v.GitVersion, "v1.33.") ||
+			v.EmulationMajor != "1" || v.EmulationMinor != "33" || v.MinCompatibilityMajor != "1" || v.MinCompatibilityMinor != "32" {
 			t.Errorf("/version: %+v", v)
 		}
 		sv, err := k.Client.Discovery().ServerVersion()

@@ -25,13 +25,19 @@ import (
 
 func versionInfo() *version.Info {
 	return &version.Info{
-		Major:        "1",
-		Minor:        "33",
-		GitVersion:   KubernetesVersion + "-kapi",
-		GitTreeState: "clean",
-		GoVersion:    runtime.Version(),
-		Compiler:     runtime.Compiler,
-		Platform:     runtime.GOOS + "/" + runtime.GOARCH,
+		Major: "1",
+		Minor: "33",
+		// As kube-apiserver 1.33 reports them: it emulates its own version
+		// and is compatible back to the previous minor.
+		EmulationMajor:        "1",
+		EmulationMinor:        "33",
+		MinCompatibilityMajor: "1",
+		MinCompatibilityMinor: "32",
+		GitVersion:            KubernetesVersion + "-kapi",
+		GitTreeState:          "clean",
+		GoVersion:             runtime.Version(),
+		Compiler:              runtime.Compiler,
+		Platform:              runtime.GOOS + "/" + runtime.GOARCH,
 	}
 }
 
