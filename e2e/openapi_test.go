@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -85,6 +86,21 @@ func TestOpenAPIExplain(t *testing.T) {
 	root = k.do(t, "GET", "/openapi/v3", nil)
 	if err := json.Unmarshal(root.Body, &paths); err != nil || paths.Paths["apis/explain.example.com/v1"].URL == hashBefore {
 		t.Errorf("the document's hash did not change: %s", paths.Paths["apis/explain.example.com/v1"].URL)
+	}
+	// The hashed URL is cached for good; the stale one redirects to it, as
+	// kube-openapi's handler does.
+	hashed := k.do(t, "GET", paths.Paths["apis/explain.example.com/v1"].URL, nil)
+	if hashed.Code != 200 || hashed.Header.Get("Cache-Control") != "public, immutable" || hashed.Header.Get("Expires") == "" || hashed.Header.Get("Vary") != "Accept" {
+		t.Errorf("GET the hashed URL: %d, Cache-Control %q, Expires %q, Vary %q", hashed.Code, hashed.Header.Get("Cache-Control"), hashed.Header.Get("Expires"), hashed.Header.Get("Vary"))
+	}
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirects.Get(k.URL + hashBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != paths.Paths["apis/explain.example.com/v1"].URL {
+		t.Errorf("GET a stale hash: %d to %q, want 301 to %s", resp.StatusCode, resp.Header.Get("Location"), paths.Paths["apis/explain.example.com/v1"].URL)
 	}
 	// The v2 document follows too; the old ETag no longer holds.
 	v2After := k.do(t, "GET", "/openapi/v2", nil, "If-None-Match: "+v2Before.Header.Get("Etag"))

@@ -192,10 +192,18 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFoundPath(r))
 		return
 	}
-	if r.URL.Query().Get("hash") == doc.hash {
+	// As kube-openapi's handler: a hashed URL is cached for good, and one
+	// whose hash is stale redirects to the current one.
+	w.Header().Set("Vary", "Accept")
+	switch hash := r.URL.Query().Get("hash"); {
+	case hash == "":
+		w.Header().Set("Cache-Control", "no-cache, private")
+	case hash != doc.hash:
+		http.Redirect(w, r, "/openapi/v3/"+want+"?hash="+doc.hash, http.StatusMovedPermanently)
+		return
+	default:
 		w.Header().Set("Cache-Control", "public, immutable")
-	} else {
-		w.Header().Set("Cache-Control", "no-cache, no-store, must-revalidate")
+		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).Format(time.RFC1123))
 	}
 	serveDocument(w, r, doc.document, doc.built)
 }
