@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
@@ -38,7 +39,7 @@ type crdController struct {
 	queue *workQueue[string, struct{}]
 
 	mu     sync.Mutex
-	served map[string]schema.GroupResource // CRD name → resource it serves
+	served map[string]servedResource // CRD name → resource it serves
 	// refused holds the CRDs whose names are not all accepted.
 	refused map[string]bool
 	// names holds every stored CRD's group and accepted names, kept from
@@ -46,6 +47,27 @@ type crdController struct {
 	// as they commit): a CRD's conflicts are found without reading every
 	// other CRD, as kube-apiserver's naming controller reads its cache.
 	names map[string]groupNames
+}
+
+// servedResource is the resource a CRD serves and what it was built from:
+// a sync that finds the CRD unchanged (a status write, say) keeps it, and
+// what it builds on first use (OpenAPI documents, the SSA type converter,
+// field managers), instead of building another.
+type servedResource struct {
+	gr   schema.GroupResource
+	from servedFrom
+}
+
+type servedFrom struct {
+	uid         types.UID
+	generation  int64
+	names       string // the accepted names, as JSON
+	terminating bool
+}
+
+func servedFromOf(crd *apiextensionsv1.CustomResourceDefinition) servedFrom {
+	names, _ := json.Marshal(crd.Status.AcceptedNames)
+	return servedFrom{uid: crd.UID, generation: crd.Generation, names: string(names), terminating: crd.DeletionTimestamp != nil}
 }
 
 // groupNames is what the naming rules need of a CRD.
@@ -103,7 +125,7 @@ func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdCont
 	if err != nil {
 		return nil, err
 	}
-	return &crdController{s: s, converters: converters, queue: newWorkQueue[string, struct{}](), served: map[string]schema.GroupResource{}, refused: map[string]bool{}, names: map[string]groupNames{}}, nil
+	return &crdController{s: s, converters: converters, queue: newWorkQueue[string, struct{}](), served: map[string]servedResource{}, refused: map[string]bool{}, names: map[string]groupNames{}}, nil
 }
 
 func (c *crdController) enqueue(name string) { c.queue.add(name, struct{}{}) }
@@ -196,13 +218,13 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		c.refused[name] = true
 	}
 	c.mu.Unlock()
-	if namesAccepted.Status == apiextensionsv1.ConditionTrue {
+	if from := servedFromOf(updated); namesAccepted.Status == apiextensionsv1.ConditionTrue && !c.serves(name, from) {
 		served, err := customresource.New(updated, c.converters)
 		if err != nil {
 			return fmt.Errorf("building the resource of %s: %w", name, err)
 		}
-		served.Terminating = crd.DeletionTimestamp != nil
-		c.serve(name, served)
+		served.Terminating = from.terminating
+		c.serve(name, served, from)
 		// Policies may be type-checked against this schema (start does
 		// it once for all the CRDs it serves).
 		if writes {
@@ -210,6 +232,8 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 				return err
 			}
 		}
+	}
+	if namesAccepted.Status == apiextensionsv1.ConditionTrue {
 		// The endpoint is served: now the CRD is Established.
 		if !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
 			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -251,21 +275,29 @@ func (c *crdController) writeStatus(ctx context.Context, res *registry.Resource,
 	return err
 }
 
-func (c *crdController) serve(name string, res *registry.Resource) {
+// serves tells whether the CRD name serves a resource built from from.
+func (c *crdController) serves(name string, from servedFrom) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.served[name]; ok && old != res.GroupResource() {
-		c.s.reg.Remove(old)
+	old, ok := c.served[name]
+	return ok && old.from == from
+}
+
+func (c *crdController) serve(name string, res *registry.Resource, from servedFrom) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.served[name]; ok && old.gr != res.GroupResource() {
+		c.s.reg.Remove(old.gr)
 	}
-	c.served[name] = res.GroupResource()
+	c.served[name] = servedResource{gr: res.GroupResource(), from: from}
 	c.s.reg.Add(res)
 }
 
 func (c *crdController) unserve(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gr, ok := c.served[name]; ok {
-		c.s.reg.Remove(gr)
+	if old, ok := c.served[name]; ok {
+		c.s.reg.Remove(old.gr)
 		delete(c.served, name)
 	}
 }

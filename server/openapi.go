@@ -196,8 +196,7 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	// whose hash is stale redirects to the current one.
 	w.Header().Set("Vary", "Accept")
 	switch hash := r.URL.Query().Get("hash"); {
-	case hash == "":
-		w.Header().Set("Cache-Control", "no-cache, private")
+	case hash == "": // no-cache, private, as every answer
 	case hash != doc.hash:
 		http.Redirect(w, r, "/openapi/v3/"+want+"?hash="+doc.hash, http.StatusMovedPermanently)
 		return

@@ -82,4 +82,15 @@ func TestOpenAPIV3RebuildsOnlyTheChangedGroupVersion(t *testing.T) {
 	if aAfter != aBefore {
 		t.Errorf("the untouched group version's document was built again: Last-Modified %s, before %s", aAfter, aBefore)
 	}
+
+	// A CRD write that leaves its spec alone (labels; the controller's
+	// status writes) keeps the served resource and its documents.
+	time.Sleep(1100 * time.Millisecond)
+	if code, body := call(t, ts, http.MethodPatch, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.b.example.com", "application/merge-patch+json", `{"metadata":{"labels":{"touched":"yes"}}}`); code != http.StatusOK {
+		t.Fatalf("label the CRD of b.example.com: %d %s", code, body)
+	}
+	time.Sleep(300 * time.Millisecond) // the controller's sync of the change
+	if bLabelled := waitFor("b.example.com", "second"); bLabelled != bAfter {
+		t.Errorf("a label on the CRD built its document again: Last-Modified %s, before %s", bLabelled, bAfter)
+	}
 }

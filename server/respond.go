@@ -148,9 +148,6 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 		data = append(data, '\n')
 	}
 	w.Header().Set("Content-Type", contentType)
-	if w.Header().Get("Cache-Control") == "" { // discovery may allow caching
-		w.Header().Set("Cache-Control", "no-cache, private")
-	}
 	// The whole body is at hand: its length lets a client read a response
 	// flushed early (a 504 at the deadline) as complete.
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))

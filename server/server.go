@@ -429,6 +429,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		w.Header().Set(auditinternal.HeaderAuditID, id)
 		r = r.WithContext(withAuditID(r.Context(), id))
+		// As kube-apiserver's cache-control filter: nothing is cached
+		// unless a handler says otherwise (discovery, hashed OpenAPI).
+		w.Header().Set("Cache-Control", "no-cache, private")
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r)

@@ -122,7 +122,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	defer s.opts.Metrics.watchStarted(req)()
 	ww := newWatchWriter(s, w, r, flusher, req, out, sel)
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
