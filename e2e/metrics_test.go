@@ -53,6 +53,10 @@ func TestMetricsAndHealth(t *testing.T) {
 			t.Errorf("/readyz?verbose&exclude=database&exclude=nonexist lacks %q:\n%s", want, excluded)
 		}
 	}
+	// Like every answer kube-apiserver gives that may not be cached.
+	if r := k.do(t, "GET", "/readyz", nil); r.Header.Get("Cache-Control") != "no-cache, private" || r.Header.Get("Audit-Id") == "" {
+		t.Errorf("/readyz: Cache-Control %q, Audit-Id %q", r.Header.Get("Cache-Control"), r.Header.Get("Audit-Id"))
+	}
 	if r := k.do(t, "GET", "/readyz/database", nil); r.Code != 200 || string(r.Body) != "ok" {
 		t.Errorf("/readyz/database: %d %q", r.Code, r.Body)
 	}

@@ -25,18 +25,6 @@ type auditLog struct {
 	w  io.Writer
 }
 
-type auditIDKey struct{}
-
-// withAuditID and auditIDFrom carry a request's Audit-Id.
-func withAuditID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, auditIDKey{}, id)
-}
-
-func auditIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(auditIDKey{}).(string)
-	return id
-}
-
 // begin starts the audit event of a resource request.
 func (l *auditLog) begin(r *http.Request, req *resourceRequest, verb string) *http.Request {
 	ctx := audit.WithAuditContext(r.Context())
@@ -44,7 +32,7 @@ func (l *auditLog) begin(r *http.Request, req *resourceRequest, verb string) *ht
 	ac.RequestAuditConfig.Level = auditinternal.LevelMetadata
 	ac.Event = auditinternal.Event{
 		Level:                    auditinternal.LevelMetadata,
-		AuditID:                  types.UID(auditIDFrom(r.Context())),
+		AuditID:                  types.UID(r.Header.Get(auditIDHeader)), // logRequests sets it
 		Stage:                    auditinternal.StageResponseComplete,
 		RequestURI:               r.URL.RequestURI(),
 		Verb:                     verb,

@@ -419,19 +419,28 @@ func (w *statusRecorder) Flush() {
 
 // logRequests logs one debug line per request: verb, path, code, latency
 // and user agent (never bodies).
+// auditIDHeader is kube's Audit-ID header, in Go's canonical form.
+var auditIDHeader = http.CanonicalHeaderKey(auditinternal.HeaderAuditID)
+
+// noCache is the Cache-Control of every answer but those that may be cached
+// (a handler replaces it, never changes it in place).
+var noCache = []string{"no-cache, private"}
+
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// As kube-apiserver's audit init: every answer carries the
 		// request's Audit-Id, the client's if it sent one.
-		id := r.Header.Get(auditinternal.HeaderAuditID)
-		if id == "" {
-			id = string(uuid.NewUUID())
+		// (The header's canonical key is used as is: spares its
+		// canonicalization on every request.)
+		ids := r.Header[auditIDHeader]
+		if len(ids) == 0 || ids[0] == "" {
+			ids = []string{string(uuid.NewUUID())}
+			r.Header[auditIDHeader] = ids // for the audit log
 		}
-		w.Header().Set(auditinternal.HeaderAuditID, id)
-		r = r.WithContext(withAuditID(r.Context(), id))
+		w.Header()[auditIDHeader] = ids[:1:1]
 		// As kube-apiserver's cache-control filter: nothing is cached
 		// unless a handler says otherwise (discovery, hashed OpenAPI).
-		w.Header().Set("Cache-Control", "no-cache, private")
+		w.Header()["Cache-Control"] = noCache[:1:1]
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r)

@@ -358,6 +358,27 @@ func (v *version) applyDefaults(obj map[string]interface{}) {
 	}
 }
 
+// hasNull tells whether a JSON value holds a null anywhere.
+func hasNull(x interface{}) bool {
+	switch x := x.(type) {
+	case nil:
+		return true
+	case map[string]interface{}:
+		for _, v := range x {
+			if hasNull(v) {
+				return true
+			}
+		}
+	case []interface{}:
+		for _, v := range x {
+			if hasNull(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // hasDefaults tells whether s or a schema under it sets a default.
 func hasDefaults(s *structuralschema.Structural) bool {
 	if s == nil {
@@ -395,7 +416,9 @@ func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
 	}
 	if ver, ok := s.versions[v]; ok {
 		structuralpruning.Prune(obj.Object, ver.structural, true)
-		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj.Object, ver.structural)
+		if hasNull(obj.Object) { // rare in what was stored: spare the walk's allocations
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj.Object, ver.structural)
+		}
 		ver.applyDefaults(obj.Object)
 	}
 	return nil

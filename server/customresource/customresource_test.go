@@ -40,3 +40,19 @@ func TestHasDefaults(t *testing.T) {
 		}
 	}
 }
+
+func TestHasNull(t *testing.T) {
+	for _, tc := range []struct {
+		in   interface{}
+		want bool
+	}{
+		{map[string]interface{}{"a": "x", "b": []interface{}{int64(1), map[string]interface{}{"c": true}}}, false},
+		{map[string]interface{}{"a": nil}, true},
+		{map[string]interface{}{"a": []interface{}{"x", nil}}, true},
+		{map[string]interface{}{"a": map[string]interface{}{"b": map[string]interface{}{"c": nil}}}, true},
+	} {
+		if got := hasNull(tc.in); got != tc.want {
+			t.Errorf("hasNull(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
