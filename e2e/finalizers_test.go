@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +169,58 @@ func TestDeletePreconditions(t *testing.T) {
 	if _, err := c.Get(ctx, "precond", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after delete: %v", err)
 	}
+}
+
+// A terminating namespace whose content waits on finalizers says so in its
+// conditions, as kube's namespace controller reports it (kubectl describe).
+func TestNamespaceDeletionConditions(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	c := k.Client.CoreV1().Namespaces()
+	if _, err := c.Create(ctx, newNamespace("busy"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("busy")
+	g := gadget("held", map[string]interface{}{"color": "red"})
+	g.SetFinalizers([]string{holdFinalizer})
+	if _, err := gadgets.Create(ctx, g, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, "busy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered All resources successfully discovered",
+		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions All legacy kube types successfully parsed",
+		corev1.NamespaceDeletionContentFailure:   "False ContentDeleted All content successfully deleted, may be waiting on finalization",
+		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain Some resources are remaining: gadgets.dyn.example.com has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: " + holdFinalizer + " in 1 resource instances",
+	}
+	eventually(t, 10*time.Second, "the namespace's deletion conditions", func() (bool, error) {
+		ns, err := c.Get(ctx, "busy", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got := map[corev1.NamespaceConditionType]string{}
+		for _, cond := range ns.Status.Conditions {
+			got[cond.Type] = fmt.Sprintf("%s %s %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return reflect.DeepEqual(got, want), fmt.Errorf("conditions %v", got)
+	})
+	held, err := gadgets.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.SetFinalizers(nil)
+	if _, err := gadgets.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "namespace busy to be gone", func() (bool, error) {
+		_, err := c.Get(ctx, "busy", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
 }
 
 // A Namespace's /status changes its metadata and status, not its spec, as

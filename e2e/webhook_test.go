@@ -1002,9 +1002,11 @@ func TestWebhookSelectors(t *testing.T) {
 func TestWebhookFailurePolicy(t *testing.T) {
 	t.Parallel()
 	hs := startHookServer(t, "localhost")
+	// Slower than the 1 s timeout by far, so that a loaded machine does
+	// not blur the two.
 	slow := func(c *hookCall) *admissionv1.AdmissionResponse {
 		select {
-		case <-time.After(3 * time.Second):
+		case <-time.After(10 * time.Second):
 		case <-c.Ctx.Done():
 		}
 		return nil
@@ -1071,10 +1073,10 @@ func TestWebhookFailurePolicy(t *testing.T) {
 		{"down-ignore", 201, "", 0},
 		{"mdown-fail", 500, failed("mdown-fail", downQ) + refused, 0},
 		{"mdown-ignore", 201, "", 0},
-		{"slow-fail", 500, failed("slow-fail", hs.URL+"/slow?timeout=1s") + deadline, 2500 * time.Millisecond},
-		{"slow-ignore", 201, "", 2500 * time.Millisecond},
-		{"mslow-fail", 500, failed("mslow-fail", hs.URL+"/mslow?timeout=1s") + deadline, 2500 * time.Millisecond},
-		{"mslow-ignore", 201, "", 2500 * time.Millisecond},
+		{"slow-fail", 500, failed("slow-fail", hs.URL+"/slow?timeout=1s") + deadline, 8 * time.Second},
+		{"slow-ignore", 201, "", 8 * time.Second},
+		{"mslow-fail", 500, failed("mslow-fail", hs.URL+"/mslow?timeout=1s") + deadline, 8 * time.Second},
+		{"mslow-ignore", 201, "", 8 * time.Second},
 		{"baduid", 500, "", 0},
 	} {
 		tc := tc

@@ -2,7 +2,12 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -81,11 +86,20 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 	if err != nil || obj.GetDeletionTimestamp() == nil {
 		return err == nil, err
 	}
-	var remaining bool
 	switch res.Kind {
 	case "Namespace":
-		remaining, err = f.deleteNamespaceContents(ctx, name)
-		if err != nil || remaining {
+		contents, err := f.deleteNamespaceContents(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		changed, err := setNamespaceDeletionConditions(obj, contents)
+		if err != nil {
+			return false, err
+		}
+		if contents.remaining() {
+			if changed {
+				_, err = f.s.store.Update(ctx, storageKey(res, "", name), rev, encoder(obj))
+			}
 			return false, err
 		}
 		fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
@@ -142,10 +156,20 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 	return len(obj.GetFinalizers()) == 0, nil
 }
 
+// namespaceContents is what a terminating namespace still holds: its
+// objects per resource ("<plural>.<group>") and per finalizer.
+type namespaceContents struct {
+	resources  map[string]int
+	finalizers map[string]int
+}
+
+func (c namespaceContents) remaining() bool { return len(c.resources) > 0 }
+
 // deleteNamespaceContents deletes every object of every namespaced
-// resource in namespace; remaining is true while some still wait on
-// finalizers.
-func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace string) (remaining bool, err error) {
+// resource in namespace, and tells what remains (objects waiting on their
+// finalizers).
+func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace string) (namespaceContents, error) {
+	contents := namespaceContents{resources: map[string]int{}, finalizers: map[string]int{}}
 	background := metav1.DeletePropagationBackground
 	for _, res := range f.s.reg.All() {
 		if !res.Namespaced {
@@ -153,20 +177,95 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 		}
 		items, _, err := f.s.listObjects(ctx, res, "", namespace, &metainternalversion.ListOptions{})
 		if err != nil {
-			return false, err
+			return contents, err
 		}
 		for _, obj := range items {
-			remaining = true
-			if obj.GetDeletionTimestamp() != nil {
-				continue
+			if obj.GetDeletionTimestamp() == nil {
+				pending, deleted, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background})
+				if apierrors.IsNotFound(err) || (err == nil && deleted) {
+					continue
+				}
+				if err != nil {
+					return contents, err
+				}
+				obj = pending
 			}
-			_, _, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return true, err
+			// As kube's namespace controller names them: "<plural>.<group>".
+			contents.resources[res.Plural+"."+res.Group]++
+			for _, fin := range obj.GetFinalizers() {
+				contents.finalizers[fin]++
 			}
 		}
 	}
-	return remaining, nil
+	return contents, nil
+}
+
+// namespaceDeletionConditions are the conditions kube's namespace controller
+// keeps on a terminating namespace, with what each says when all is well.
+var namespaceDeletionConditions = []corev1.NamespaceCondition{
+	{Type: corev1.NamespaceDeletionDiscoveryFailure, Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+	{Type: corev1.NamespaceDeletionGVParsingFailure, Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
+	{Type: corev1.NamespaceDeletionContentFailure, Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization"},
+	{Type: corev1.NamespaceContentRemaining, Reason: "ContentRemoved", Message: "All content successfully removed"},
+	{Type: corev1.NamespaceFinalizersRemaining, Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished"},
+}
+
+// setNamespaceDeletionConditions sets the deletion conditions of a
+// terminating namespace from what it still holds, as kube's namespace
+// controller reports them (kubectl describe shows them), and tells whether
+// they changed.
+func setNamespaceDeletionConditions(obj *unstructured.Unstructured, contents namespaceContents) (bool, error) {
+	var status corev1.NamespaceStatus
+	if st, ok := obj.Object["status"].(map[string]interface{}); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(st, &status); err != nil {
+			return false, err
+		}
+	}
+	counted := func(counts map[string]int, format string) string {
+		parts := make([]string, 0, len(counts))
+		for name, n := range counts {
+			parts = append(parts, fmt.Sprintf(format, name, n))
+		}
+		sort.Strings(parts)
+		return strings.Join(parts, ", ")
+	}
+	now := metav1.Now()
+	changed := false
+	for _, want := range namespaceDeletionConditions {
+		want.Status = corev1.ConditionFalse
+		switch {
+		case want.Type == corev1.NamespaceContentRemaining && len(contents.resources) > 0:
+			want.Status, want.Reason = corev1.ConditionTrue, "SomeResourcesRemain"
+			want.Message = "Some resources are remaining: " + counted(contents.resources, "%s has %d resource instances")
+		case want.Type == corev1.NamespaceFinalizersRemaining && len(contents.finalizers) > 0:
+			want.Status, want.Reason = corev1.ConditionTrue, "SomeFinalizersRemain"
+			want.Message = "Some content in the namespace has finalizers remaining: " + counted(contents.finalizers, "%s in %d resource instances")
+		}
+		i := slices.IndexFunc(status.Conditions, func(c corev1.NamespaceCondition) bool { return c.Type == want.Type })
+		switch {
+		case i < 0:
+			want.LastTransitionTime = now
+			status.Conditions = append(status.Conditions, want)
+		case status.Conditions[i].Status != want.Status || status.Conditions[i].Reason != want.Reason || status.Conditions[i].Message != want.Message:
+			want.LastTransitionTime = status.Conditions[i].LastTransitionTime
+			if status.Conditions[i].Status != want.Status {
+				want.LastTransitionTime = now
+			}
+			status.Conditions[i] = want
+		default:
+			continue
+		}
+		changed = true
+	}
+	if !changed {
+		return false, nil
+	}
+	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return false, err
+	}
+	obj.Object["status"] = st
+	return true, nil
 }
 
 // deleteCustomResources deletes every custom resource of crd, as
