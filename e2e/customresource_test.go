@@ -979,6 +979,22 @@ func TestCustomResourceSchema(t *testing.T) {
 	})
 }
 
+// changeGadgetSpecSchema updates the Gadget CRD's schema of spec.
+func changeGadgetSpecSchema(t *testing.T, k *kapi, change func(spec *apiextensionsv1.JSONSchemaProps)) {
+	t.Helper()
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Get(ctxT(t), "gadgets.dyn.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	change(&spec)
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if _, err := crds.Update(ctxT(t), crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A default added to the schema applies to objects stored before it, when
 // they are read.
 func TestCustomResourceDefaultOnRead(t *testing.T) {
@@ -990,20 +1006,12 @@ func TestCustomResourceDefaultOnRead(t *testing.T) {
 	if _, err := gadgets.Create(ctx, gadget("old", map[string]interface{}{"color": "red"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
-	crd, err := crds.Get(ctx, "gadgets.dyn.example.com", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-	spec.Properties["tier"] = apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"standard"`)}}
-	// A transition rule on the new field: the old object must carry the
-	// default too for an update to pass it.
-	spec.XValidations = append(spec.XValidations, apiextensionsv1.ValidationRule{Rule: "self.tier == oldSelf.tier", Message: "tier is immutable"})
-	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	changeGadgetSpecSchema(t, k, func(spec *apiextensionsv1.JSONSchemaProps) {
+		spec.Properties["tier"] = apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"standard"`)}}
+		// A transition rule on the new field: the old object must carry
+		// the default too for an update to pass it.
+		spec.XValidations = append(spec.XValidations, apiextensionsv1.ValidationRule{Rule: "self.tier == oldSelf.tier", Message: "tier is immutable"})
+	})
 	eventually(t, 10*time.Second, "the stored gadget to read with the new default", func() (bool, error) {
 		got, err := gadgets.Get(ctx, "old", metav1.GetOptions{})
 		return err == nil && nested(got, "spec", "tier") == "standard", err
@@ -1050,18 +1058,11 @@ func TestCustomResourceApplyAfterSchemaChange(t *testing.T) {
 	if _, err := apply(`{"color":"red"}`); err != nil {
 		t.Fatal(err)
 	}
-	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
-	crd, err := crds.Get(ctx, "gadgets.dyn.example.com", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-	spec.Properties["tier"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	changeGadgetSpecSchema(t, k, func(spec *apiextensionsv1.JSONSchemaProps) {
+		spec.Properties["tier"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	})
 	var applied *unstructured.Unstructured
+	var err error
 	eventually(t, 10*time.Second, "an apply of the new field", func() (bool, error) {
 		applied, err = apply(`{"color":"red","tier":"gold"}`)
 		return err == nil, err

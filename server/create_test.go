@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,15 +86,8 @@ func TestDuplicateOwnerReferences(t *testing.T) {
 	ref := `{"apiVersion":"v1","kind":"Namespace","name":"owner","uid":"u-1"}`
 	do := func(method, path, contentType, body string) (int, string, []string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", contentType)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(data), resp.Header.Values("Warning")
+		code, data, header := callFull(t, ts, method, path, contentType, body)
+		return code, data, header.Values("Warning")
 	}
 	code, body, warnings := do(http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"owned","ownerReferences":[`+ref+`,`+ref+`]}}`)
 	want := `299 - ".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: u-1"`

@@ -66,6 +66,13 @@ func newTestServerWith(t testing.TB, opts Options) *httptest.Server {
 // call sends a request and returns the status code and body.
 func call(t testing.TB, ts *httptest.Server, method, path, contentType, body string) (int, string) {
 	t.Helper()
+	code, data, _ := callFull(t, ts, method, path, contentType, body)
+	return code, data
+}
+
+// callFull is call with the answer's headers.
+func callFull(t testing.TB, ts *httptest.Server, method, path, contentType, body string) (int, string, http.Header) {
+	t.Helper()
 	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -79,5 +86,5 @@ func call(t testing.TB, ts *httptest.Server, method, path, contentType, body str
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
+	return resp.StatusCode, string(data), resp.Header
 }
