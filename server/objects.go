@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kapi-dev/kapi/server/builtin"
 	"io"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,8 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
@@ -136,7 +137,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): kind %q does not match the kind of the endpoint", req.res.Kind, obj.GetKind()))
 	}
 	// A patch's own strict errors come first, as kube-apiserver lists them.
-	strictErrs = append(patchStrict, strictErrs...)
+	strictErrs = append(slices.Clip(patchStrict), strictErrs...)
 	if len(strictErrs) > 0 {
 		switch fieldValidation {
 		case metav1.FieldValidationStrict:
