@@ -1263,6 +1263,22 @@ func TestCustomResourcePerVersionSubresources(t *testing.T) {
 	}
 }
 
+// HEAD on a custom resource is a get (or a list) without a body, as
+// kube-apiserver's custom resource handler answers it; the built-in kinds
+// have no HEAD (405).
+func TestCustomResourceHead(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	const path = "/apis/dyn.example.com/v1/namespaces/default/gadgets"
+	mustCode(t, "create", k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"h"},"spec":{"color":"red"}}`)), http.StatusCreated)
+	for p, code := range map[string]int{path + "/h": http.StatusOK, path: http.StatusOK, path + "/missing": http.StatusNotFound, "/api/v1/namespaces/default": http.StatusMethodNotAllowed} {
+		if r := k.do(t, "HEAD", p, nil); r.Code != code || len(r.Body) != 0 {
+			t.Errorf("HEAD %s: %d with %d bytes, want %d and none", p, r.Code, len(r.Body), code)
+		}
+	}
+}
+
 // A cluster-scoped custom resource offers metadata.name to field
 // selectors, not metadata.namespace (kube's converter refuses the label).
 func TestClusterScopedCustomResourceFieldSelectors(t *testing.T) {

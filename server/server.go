@@ -295,6 +295,11 @@ func methodNotAllowed(r *http.Request) error {
 // serveResource dispatches a resource request to its verb.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	r = r.WithContext(registry.WithRequestVersion(withWarnings(r.Context(), w), req.version))
+	if r.Method == http.MethodHead && req.res.Custom {
+		// As kube-apiserver's custom resource handler: HEAD is a get or a
+		// list (the response writer of the HEAD request drops the body).
+		r.Method = http.MethodGet
+	}
 	if text, ok := req.res.DeprecationWarnings[req.version]; ok {
 		addWarning(w, text)
 	}
