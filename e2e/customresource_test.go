@@ -1263,9 +1263,9 @@ func TestCustomResourcePerVersionSubresources(t *testing.T) {
 	}
 }
 
-// HEAD on a custom resource is a get (or a list) without a body, as
-// kube-apiserver's custom resource handler answers it; the built-in kinds
-// have no HEAD (405).
+// HEAD on a custom resource is a get (or a list) without a body, and PUT
+// or PATCH of its collection a 400, as kube-apiserver's custom resource
+// handler answers them; the built-in kinds have no HEAD (405).
 func TestCustomResourceHead(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)
@@ -1276,6 +1276,11 @@ func TestCustomResourceHead(t *testing.T) {
 		if r := k.do(t, "HEAD", p, nil); r.Code != code || len(r.Body) != 0 {
 			t.Errorf("HEAD %s: %d with %d bytes, want %d and none", p, r.Code, len(r.Body), code)
 		}
+	}
+	// An update of the collection has no name to update.
+	for _, m := range []string{"PUT", "PATCH"} {
+		r := k.do(t, m, path, []byte(`{}`), "Content-Type: application/merge-patch+json")
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "name must be provided")
 	}
 }
 

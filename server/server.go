@@ -348,6 +348,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		s.delete(w, r, req)
 	case r.Method == http.MethodDelete && req.name == "" && !req.res.NoDeleteCollection:
 		s.deleteCollection(w, r, req)
+	case (r.Method == http.MethodPut || r.Method == http.MethodPatch) && req.res.Custom:
+		// kube-apiserver's custom resource handler takes the update and
+		// finds no name to update.
+		writeError(w, r, apierrors.NewBadRequest("name must be provided"))
 	default:
 		writeError(w, r, apierrors.NewMethodNotSupported(req.res.GroupResource(), verbOf(r.Method)))
 	}
