@@ -487,6 +487,9 @@ func (ww *watchWriter) encode(obj *unstructured.Unstructured) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if ww.shape.noHeaders {
+			t.ColumnDefinitions = nil
+		}
 		payload = t
 	case "PartialObjectMetadata":
 		payload = partialMetadata(obj, ww.out.version)
@@ -498,6 +501,11 @@ func (ww *watchWriter) encode(obj *unstructured.Unstructured) ([]byte, error) {
 // ADDED, MODIFIED, DELETED: nothing to escape) around the object's JSON,
 // byte for byte what json.Marshal(watchEvent{typ, object}) gives.
 func (ww *watchWriter) writeObjectEvent(typ string, object []byte) bool {
+	// A Table watch sends its column definitions with the first event only,
+	// as kube-apiserver's.
+	if ww.out.as == "Table" {
+		ww.shape.noHeaders = true
+	}
 	buf := append(ww.buf[:0], `{"type":"`...)
 	buf = append(buf, typ...)
 	buf = append(buf, `","object":`...)

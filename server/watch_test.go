@@ -215,6 +215,11 @@ func TestWatchSharedRendering(t *testing.T) {
 				if f.Object.Metadata.ResourceVersion != rvs[rv] {
 					t.Errorf("%s frame %d: table resourceVersion %s, want %s", w.name, i, f.Object.Metadata.ResourceVersion, rvs[rv])
 				}
+				// The column definitions come with the first event only,
+				// as kube-apiserver sends them.
+				if first := i == 0; first != strings.Contains(s, `"columnDefinitions":[{`) || !first && !strings.Contains(s, `"columnDefinitions":null`) {
+					t.Errorf("%s frame %d: columnDefinitions in %s, want them in the first frame only", w.name, i, s)
+				}
 			default:
 				wantKind := "DeviceClass"
 				if w.accept == partial {
@@ -227,7 +232,7 @@ func TestWatchSharedRendering(t *testing.T) {
 			}
 		}
 	}
-	for _, pair := range [][2]string{{"plain1", "plain2"}, {"partial1", "partial2"}, {"team-a1", "team-a2"}} {
+	for _, pair := range [][2]string{{"plain1", "plain2"}, {"partial1", "partial2"}, {"table1", "table2"}, {"team-a1", "team-a2"}} {
 		if !reflect.DeepEqual(frames[pair[0]], frames[pair[1]]) {
 			t.Errorf("%s and %s differ:\n%q\n%q", pair[0], pair[1], frames[pair[0]], frames[pair[1]])
 		}
