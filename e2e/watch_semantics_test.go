@@ -122,12 +122,19 @@ func TestWatchExpiredRelists(t *testing.T) {
 	ctx := ctxT(t)
 
 	var lists atomic.Int32
+	// The informer's watches wait at this gate while it is closed: across
+	// the restart, until the new kapi has compacted its old revision (else
+	// a watch that reconnects before the first compaction catches up
+	// without a relist, and the test depends on who is faster).
+	var gate sync.Mutex
 	lw := &cache.ListWatch{
 		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
 			lists.Add(1)
 			return currentClient(k).CoreV1().Namespaces().List(ctx, o)
 		},
 		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			gate.Lock()
+			gate.Unlock()
 			// Each watch uses the clientset of the kapi currently serving.
 			return currentClient(k).CoreV1().Namespaces().Watch(ctx, o)
 		},
@@ -149,6 +156,13 @@ func TestWatchExpiredRelists(t *testing.T) {
 	// Restart on the same address with aggressive compaction, then write
 	// while the informer reconnects: its resourceVersion is compacted away.
 	addr := strings.TrimPrefix(k.URL, "http://")
+	gate.Lock()
+	gated := true
+	defer func() {
+		if gated { // a failure below: let the informer go
+			gate.Unlock()
+		}
+	}()
 	k.Stop(t)
 	k2 := startKapiIn(t, dir, append([]string{"--listen", addr}, compacting...)...)
 	setCurrentClient(k, k2)
@@ -157,6 +171,12 @@ func TestWatchExpiredRelists(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitFor(t, "compaction past the informer's revision", func() bool {
+		_, err := k2.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+	})
+	gate.Unlock()
+	gated = false
 	waitFor(t, "informer relists and sees after-4", func() bool { _, ok, _ := store.GetByKey("after-4"); return ok })
 	if lists.Load() == listsBefore {
 		t.Error("the informer caught up without a relist: its old resourceVersion was not expired")
