@@ -100,3 +100,36 @@ func TestDuplicateOwnerReferences(t *testing.T) {
 		t.Errorf("patch with a duplicate owner reference: %d, warnings %q, body %s", code, warnings, body)
 	}
 }
+
+// An object too large to store with its managedFields is stored without
+// them, as kube-apiserver retries such a write; one too large without them
+// is refused (413).
+func TestTooLargeObjectShedsManagedFields(t *testing.T) {
+	ts := newTestServer(t)
+	body := func(name string, n int) string {
+		return `{"metadata":{"name":"` + name + `","annotations":{"big":"` + strings.Repeat("x", n) + `"}}}`
+	}
+	// The stored size of such a namespace with and without its managedFields.
+	code, created := call(t, ts, http.MethodPost, nsPath+"?fieldManager=m", "application/json", body("probe-0", 2000))
+	if code != http.StatusCreated {
+		t.Fatalf("create the probe: %d %s", code, created)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(created), &obj); err != nil {
+		t.Fatal(err)
+	}
+	withFields, _ := json.Marshal(obj)
+	delete(obj["metadata"].(map[string]any), "managedFields")
+	without, _ := json.Marshal(obj)
+	defer func(old int) { maxObjectBytes = old }(maxObjectBytes)
+	maxObjectBytes = (len(withFields) + len(without)) / 2
+
+	code, resp := call(t, ts, http.MethodPost, nsPath+"?fieldManager=m", "application/json", body("probe-1", 2000))
+	if code != http.StatusCreated || strings.Contains(resp, "managedFields") {
+		t.Errorf("create just over the limit with its managedFields: %d %s, want 201 without managedFields", code, resp)
+	}
+	code, resp = call(t, ts, http.MethodPost, nsPath+"?fieldManager=m", "application/json", body("probe-2", 3000))
+	if code != http.StatusRequestEntityTooLarge {
+		t.Errorf("create over the limit without managedFields: %d %s, want 413", code, resp)
+	}
+}

@@ -543,7 +543,7 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 		}
 		return nil
 	}
-	if _, err := s.store.Create(ctx, key, encoder(obj)); err != nil {
+	if err := storeShedding(obj, func() error { _, err := s.store.Create(ctx, key, encoder(obj)); return err }); err != nil {
 		return storageError(err, res, obj.GetName())
 	}
 	return nil
@@ -739,7 +739,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			// the resourceVersion.
 			return obj, nil
 		} else {
-			_, err = s.store.Update(ctx, key, rev, encoder(obj))
+			err = storeShedding(obj, func() error { _, err := s.store.Update(ctx, key, rev, encoder(obj)); return err })
 		}
 		if errors.Is(err, storage.ErrConflict) && clientRV == "" && attempt < 16 {
 			continue

@@ -235,8 +235,20 @@ func encoder(obj *unstructured.Unstructured) storage.Encoder {
 }
 
 // maxObjectBytes is the largest object kapi stores: etcd's request limit
-// under kube-apiserver (1.5 MiB).
-const maxObjectBytes = 3 * 1024 * 1024 / 2
+// under kube-apiserver (1.5 MiB). (A variable for tests.)
+var maxObjectBytes = 3 * 1024 * 1024 / 2
+
+// storeShedding runs a write of obj, and once more without its
+// managedFields when obj was too large to store, as kube-apiserver does:
+// they can be large, and are safe to drop.
+func storeShedding(obj *unstructured.Unstructured, write func() error) error {
+	err := write()
+	if apierrors.IsRequestEntityTooLargeError(err) && len(obj.GetManagedFields()) > 0 {
+		obj.SetManagedFields(nil)
+		err = write()
+	}
+	return err
+}
 
 func storageKey(res *registry.Resource, namespace, name string) storage.Key {
 	return storage.Key{Resource: res.StorageResource(), Namespace: namespace, Name: name}
