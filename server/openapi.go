@@ -72,13 +72,14 @@ func (s *Server) v2Document() (document, time.Time, error) {
 // v2ProtoDocument returns the OpenAPI v2 document as protobuf (what
 // client-go's OpenAPISchema asks for) and when it was built.
 func (s *Server) v2ProtoDocument() (document, time.Time, error) {
-	doc, _, err := s.v2Document()
-	if err != nil {
-		return document{}, time.Time{}, err
-	}
 	s.openapiMu.Lock()
 	defer s.openapiMu.Unlock()
-	return s.openapiV2Proto.get(s.reg.Generation(), func() (document, error) {
+	gen := s.reg.Generation() // the JSON and its protobuf of one generation
+	return s.openapiV2Proto.get(gen, func() (document, error) {
+		doc, _, err := s.openapiV2.get(gen, s.buildV2Document)
+		if err != nil {
+			return document{}, err
+		}
 		data, err := handler.ToProtoBinary(doc.data)
 		if err != nil {
 			return document{}, err

@@ -154,7 +154,7 @@ func (s *Server) BeginShutdown() {
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.recoverPanics, s.opts.Metrics.instrument, s.limitInflight, s.limitDuration)
+	r.Use(commonHeaders, s.logRequests, s.recoverPanics, s.opts.Metrics.instrument, s.limitInflight, s.limitDuration)
 	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store))
 	r.Get("/version", s.serveVersion)
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
@@ -435,21 +435,27 @@ var auditIDHeader = http.CanonicalHeaderKey(auditinternal.HeaderAuditID)
 // (a handler replaces it, never changes it in place).
 var noCache = []string{"no-cache, private"}
 
-func (s *Server) logRequests(next http.Handler) http.Handler {
+// commonHeaders sets the headers every answer of kube-apiserver carries:
+// the request's Audit-Id (the client's if it sent one), as its audit init
+// filter, and Cache-Control: no-cache, private, as its cache-control
+// filter (handlers of what may be cached replace it: discovery, hashed
+// OpenAPI). The headers' canonical keys are used as is: that spares their
+// canonicalization on every request.
+func commonHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// As kube-apiserver's audit init: every answer carries the
-		// request's Audit-Id, the client's if it sent one.
-		// (The header's canonical key is used as is: spares its
-		// canonicalization on every request.)
 		ids := r.Header[auditIDHeader]
 		if len(ids) == 0 || ids[0] == "" {
 			ids = []string{string(uuid.NewUUID())}
 			r.Header[auditIDHeader] = ids // for the audit log
 		}
 		w.Header()[auditIDHeader] = ids[:1:1]
-		// As kube-apiserver's cache-control filter: nothing is cached
-		// unless a handler says otherwise (discovery, hashed OpenAPI).
 		w.Header()["Cache-Control"] = noCache[:1:1]
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r)

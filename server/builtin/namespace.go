@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,9 +58,12 @@ func namespaceResource() *registry.Resource {
 			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 			errs = append(errs, core.ValidateMetaFinalizers(&ns.ObjectMeta, field.NewPath("metadata"))...)
 			// spec.finalizers change only through /finalize, which
-			// validates them with this.
-			for i, f := range ns.Spec.Finalizers {
-				errs = append(errs, core.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i))...)
+			// validates them with this (an update of the namespace keeps
+			// its stored ones, which kube does not check again).
+			if !slices.Equal(ns.Spec.Finalizers, old.Spec.Finalizers) {
+				for i, f := range ns.Spec.Finalizers {
+					errs = append(errs, core.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i))...)
+				}
 			}
 			return errs
 		},
