@@ -270,7 +270,10 @@ func TestConversionWebhook(t *testing.T) {
 		}
 	}
 
-	// Through v2 into storage (v1) and back.
+	// Through v2 into storage (v1) and back: as kube-apiserver, the
+	// create converts twice (to store it, to answer it), an update three
+	// times (the stored object to v2 first).
+	before := len(conv.reviewSizes())
 	made, err := v2.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "conv.example.com/v2", "kind": "Sprocket",
 		"metadata": map[string]interface{}{"name": "s2"},
@@ -282,11 +285,14 @@ func TestConversionWebhook(t *testing.T) {
 	if made.GetAPIVersion() != "conv.example.com/v2" || !jsonEqual(made.Object["spec"], map[string]interface{}{"replicas": int64(5)}) {
 		t.Errorf("create through v2 answered %s %v", made.GetAPIVersion(), made.Object["spec"])
 	}
+	if n := len(conv.reviewSizes()) - before; n != 2 {
+		t.Errorf("the create through v2 called the conversion webhook %d times, want 2", n)
+	}
 	stored, err := v1.Get(ctx, "s2", metav1.GetOptions{})
 	if err != nil || !jsonEqual(stored.Object["spec"], map[string]interface{}{"size": int64(5)}) {
 		t.Errorf("s2 through v1: %v %v, want spec {size: 5}", err, stored)
 	}
-	before := len(conv.reviewSizes())
+	before = len(conv.reviewSizes())
 	list, err := v2.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list through v2: %v", err)
@@ -305,8 +311,12 @@ func TestConversionWebhook(t *testing.T) {
 	}
 	// An update through v2.
 	unstructured.SetNestedField(made.Object, int64(6), "spec", "replicas")
+	before = len(conv.reviewSizes())
 	if _, err := v2.Update(ctx, made, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("update through v2: %v", err)
+	}
+	if n := len(conv.reviewSizes()) - before; n != 3 {
+		t.Errorf("the update through v2 called the conversion webhook %d times, want 3", n)
 	}
 	stored, err = v1.Get(ctx, "s2", metav1.GetOptions{})
 	if err != nil || !jsonEqual(stored.Object["spec"], map[string]interface{}{"size": int64(6)}) {
@@ -371,6 +381,12 @@ func TestConversionWebhook(t *testing.T) {
 	}
 	if _, err := k.Dyn.Resource(schema.GroupVersionResource{Group: "conv.example.com", Version: "v1", Resource: "gizmos"}).Namespace("default").Get(ctx, "g2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("gizmo g2 after the failed create: %v, want NotFound", err)
+	}
+	// An invalid object is refused by v2's schema before any conversion,
+	// as kube-apiserver validates in the request's version.
+	r = k.do(t, "POST", fmt.Sprintf(gizmos, "v2"), []byte(`{"apiVersion":"conv.example.com/v2","kind":"Gizmo","metadata":{"name":"g3"},"spec":{"replicas":"many"}}`))
+	if st := r.Status(t); r.Code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid || !strings.Contains(st.Message, "spec.replicas: Invalid value") {
+		t.Errorf("create an invalid gizmo through v2: %d %s, want 422 Invalid on spec.replicas", r.Code, r.Body)
 	}
 	// The storage version still reads, and kapi still serves.
 	if r := k.do(t, "GET", fmt.Sprintf(gizmos, "v1")+"/g1", nil); r.Code != http.StatusOK {

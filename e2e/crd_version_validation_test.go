@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -62,5 +63,155 @@ func TestCustomResourceValidatedByRequestVersion(t *testing.T) {
 	}
 	if _, err := k.Dyn.Resource(gvr("v1beta1")).Create(ctx, knob("v1beta1", "three", 3), metav1.CreateOptions{}); err != nil {
 		t.Errorf("size 3 through v1beta1: %v", err)
+	}
+}
+
+// A write through a version other than the storage version runs in that
+// version, as kube-apiserver runs it: decoded, validated and recorded in
+// managedFields in it, then converted to the storage version to be stored.
+// A field the storage version does not have is checked by the request
+// version's schema before the storage version prunes it.
+func TestCustomResourceWritesRunInRequestVersion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: dials.pipeline.example.com
+spec:
+  group: pipeline.example.com
+  scope: Cluster
+  names: {plural: dials, kind: Dial}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+          status: {type: object, properties: {ready: {type: boolean}}}
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [legacy]
+            properties:
+              size: {type: integer}
+              legacy: {type: string}
+          status: {type: object, properties: {ready: {type: boolean}}}
+`))
+	gvr := func(v string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: "pipeline.example.com", Version: v, Resource: "dials"}
+	}
+	v1, beta := k.Dyn.Resource(gvr("v1")), k.Dyn.Resource(gvr("v1beta1"))
+	dial := func(version, name string, spec map[string]interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "pipeline.example.com/" + version, "kind": "Dial",
+			"metadata": map[string]interface{}{"name": name},
+			"spec":     spec,
+		}}
+	}
+	managers := func(u *unstructured.Unstructured) map[string]string {
+		m := map[string]string{}
+		for _, e := range u.GetManagedFields() {
+			m[e.Manager+"/"+string(e.Operation)] = e.APIVersion
+		}
+		return m
+	}
+
+	// Created through v1beta1 with the field only v1beta1 has (and
+	// requires): valid there; v1 prunes it when stored.
+	made, err := beta.Create(ctx, dial("v1beta1", "a", map[string]interface{}{"size": int64(1), "legacy": "x"}), metav1.CreateOptions{FieldManager: "maker"})
+	if err != nil {
+		t.Fatalf("create through v1beta1 with spec.legacy: %v", err)
+	}
+	if made.GetAPIVersion() != "pipeline.example.com/v1beta1" || nested(made, "spec", "legacy") != nil || nested(made, "spec", "size") != int64(1) {
+		t.Errorf("create answered %s spec %v, want v1beta1 with size 1 and legacy pruned by the storage version", made.GetAPIVersion(), made.Object["spec"])
+	}
+	if got := managers(made); got["maker/Update"] != "pipeline.example.com/v1beta1" {
+		t.Errorf("managedFields %v, want maker's Update recorded in pipeline.example.com/v1beta1", got)
+	}
+	// Without it, v1beta1's schema refuses the write.
+	_, err = beta.Create(ctx, dial("v1beta1", "b", map[string]interface{}{"size": int64(1)}), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.legacy: Required value") {
+		t.Errorf("create through v1beta1 without spec.legacy: %v, want Invalid spec.legacy: Required value", err)
+	}
+
+	// An update through v1beta1: the old object is read in v1beta1 (no
+	// legacy), the new one has it.
+	made.Object["spec"] = map[string]interface{}{"size": int64(2), "legacy": "y"}
+	updated, err := beta.Update(ctx, made, metav1.UpdateOptions{FieldManager: "updater"})
+	if err != nil {
+		t.Fatalf("update through v1beta1: %v", err)
+	}
+	if nested(updated, "spec", "size") != int64(2) || updated.GetGeneration() != 2 {
+		t.Errorf("update answered spec %v generation %d, want size 2, generation 2", updated.Object["spec"], updated.GetGeneration())
+	}
+	// A write through v1 is recorded in v1 beside them.
+	stored, err := v1.Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.Object["spec"] = map[string]interface{}{"size": int64(3)}
+	stored, err = v1.Update(ctx, stored, metav1.UpdateOptions{FieldManager: "v1writer"})
+	if err != nil {
+		t.Fatalf("update through v1: %v", err)
+	}
+	want := map[string]string{"maker/Update": "pipeline.example.com/v1beta1", "updater/Update": "pipeline.example.com/v1beta1", "v1writer/Update": "pipeline.example.com/v1"}
+	if got := managers(stored); !jsonEqual(got, want) {
+		t.Errorf("managedFields %v, want %v", got, want)
+	}
+
+	// Server-side apply through v1beta1 takes a v1beta1 configuration
+	// and records it in v1beta1.
+	applied, err := beta.Apply(ctx, "c", dial("v1beta1", "c", map[string]interface{}{"size": int64(4), "legacy": "z"}), metav1.ApplyOptions{FieldManager: "applier"})
+	if err != nil {
+		t.Fatalf("apply through v1beta1: %v", err)
+	}
+	if got := managers(applied); got["applier/Apply"] != "pipeline.example.com/v1beta1" {
+		t.Errorf("managedFields %v, want applier's Apply in pipeline.example.com/v1beta1", got)
+	}
+	if _, err := beta.Apply(ctx, "c", dial("v1", "c", map[string]interface{}{"size": int64(4)}), metav1.ApplyOptions{FieldManager: "applier"}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "invalid object type: pipeline.example.com/v1, Kind=Dial") {
+		t.Errorf("apply of a v1 configuration through v1beta1: %v, want kube's BadRequest on the object type", err)
+	}
+
+	// v1 has a status subresource, v1beta1 none: through v1beta1 status is
+	// written with the object (and owned by its writer); through v1 it is
+	// reset and only /status writes it.
+	made, err = beta.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "pipeline.example.com/v1beta1", "kind": "Dial",
+		"metadata": map[string]interface{}{"name": "d"},
+		"spec":     map[string]interface{}{"legacy": "x"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := k.do(t, "PATCH", "/apis/pipeline.example.com/v1beta1/dials/d?fieldManager=patcher", []byte(`{"status":{"ready":true}}`), "Content-Type: application/merge-patch+json")
+	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"status":{"ready":true}`) {
+		t.Errorf("merge patch of status through v1beta1 (no status subresource): %d %s, want status written", r.Code, r.Body)
+	}
+	var patched unstructured.Unstructured
+	if err := patched.UnmarshalJSON(r.Body); err != nil {
+		t.Fatal(err)
+	}
+	owns := false
+	for _, e := range patched.GetManagedFields() {
+		owns = owns || e.Manager == "patcher" && e.APIVersion == "pipeline.example.com/v1beta1" && strings.Contains(string(e.FieldsV1.Raw), `"f:status"`)
+	}
+	if !owns {
+		t.Errorf("managedFields %s, want patcher owning status in v1beta1", fmtJSON(patched.GetManagedFields()))
+	}
+	r = k.do(t, "PATCH", "/apis/pipeline.example.com/v1/dials/d?fieldManager=patcher", []byte(`{"status":{"ready":false}}`), "Content-Type: application/merge-patch+json")
+	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"status":{"ready":true}`) {
+		t.Errorf("merge patch of status through v1 (status subresource): %d %s, want status kept", r.Code, r.Body)
 	}
 }

@@ -129,8 +129,7 @@ func (s *Server) observe(ev storage.Event) error {
 }
 
 // admissionAttributes describes a write for the admission plugins. obj and
-// old are in the storage version (either may be nil); kind and resource are
-// those of the request.
+// old (either may be nil), kind and resource are in the request's version.
 func (s *Server) admissionAttributes(req *resourceRequest, obj, old *unstructured.Unstructured, op admission.Operation, options runtime.Object, dryRun bool) admission.Attributes {
 	gvk := schema.GroupVersionKind{Group: req.res.Group, Version: req.version, Kind: req.res.Kind}
 	gvr := schema.GroupVersionResource{Group: req.res.Group, Version: req.version, Resource: req.res.Plural}
@@ -328,7 +327,7 @@ func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, a
 	if err != nil || string(after) == string(before) {
 		return err
 	}
-	normalized, _, err := req.res.Strategy.Decode(req.res.StorageVersion, after)
+	normalized, _, err := req.res.Strategy.Decode(req.version, after)
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("the object a mutating webhook returned cannot be decoded: %v", err))
 	}

@@ -266,7 +266,7 @@ func (c *crdController) writeStatus(ctx context.Context, res *registry.Resource,
 			// Changed meanwhile: the next sync recomputes from it.
 			return nil, apierrors.NewConflict(res.GroupResource(), crd.Name, fmt.Errorf("changed while syncing"))
 		}
-		return c.s.trackUpdate(res, "status", current, want.DeepCopy(), "kube-apiserver"), nil
+		return c.s.trackUpdate(req, current, want.DeepCopy(), "kube-apiserver"), nil
 	})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		c.enqueue(crd.Name)

@@ -15,9 +15,10 @@ import (
 	"github.com/kapi-dev/kapi/server/registry"
 )
 
-// fieldManagers holds one managedfields.FieldManager per resource and
-// subresource: they maintain metadata.managedFields on every write and run
-// server-side apply. Objects are handled in the storage version.
+// fieldManagers holds one managedfields.FieldManager per resource, version
+// and subresource: they maintain metadata.managedFields on every write and
+// run server-side apply. Objects are handled in the version of the request,
+// as kube-apiserver's field managers handle them (managedFields record it).
 type fieldManagers struct {
 	mu sync.Mutex
 	m  map[string]fieldManager
@@ -30,32 +31,29 @@ type fieldManager struct {
 	fm  *managedfields.FieldManager
 }
 
-func (f *fieldManagers) get(res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
+func (f *fieldManagers) get(res *registry.Resource, version, subresource string) (*managedfields.FieldManager, error) {
 	if res.TypeConverter == nil {
 		return nil, fmt.Errorf("%s has no type converter", res.GroupResource())
 	}
-	key := res.StorageResource() + "/" + subresource
+	key := res.StorageResource() + "/" + version + "/" + subresource
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.m[key]; ok && e.res == res {
 		return e.fm, nil
 	}
-	gv := schema.GroupVersion{Group: res.Group, Version: res.StorageVersion}
-	// Fields a write through this endpoint does not change (the strategy
-	// puts them back), so that no manager comes to own them by it.
-	var reset *fieldpath.Set
-	switch {
-	case subresource == "status":
-		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
-	case res.Status:
-		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
-	}
+	gv := schema.GroupVersion{Group: res.Group, Version: version}
 	var resetFields map[fieldpath.APIVersion]fieldpath.Filter
-	if reset != nil {
+	if reset := resetFieldsOf(res, version, subresource); reset != nil {
 		resetFields = map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(gv.String()): fieldpath.NewExcludeSetFilter(reset)}
 	}
-	conv := sameFieldsConvertor{}
-	fm, err := managedfields.NewDefaultFieldManager(res.TypeConverter, conv, conv, conv, gv.WithKind(res.Kind), gv, subresource, resetFields)
+	conv := versionConvertor{res}
+	newFieldManager := managedfields.NewDefaultFieldManager
+	if res.Custom {
+		// Managers of other versions are compared through the CRD's
+		// conversion, as kube-apiserver's CRD field managers do.
+		newFieldManager = managedfields.NewDefaultCRDFieldManager
+	}
+	fm, err := newFieldManager(res.TypeConverter, conv, conv, conv, gv.WithKind(res.Kind), gv, subresource, resetFields)
 	if err != nil {
 		return nil, err
 	}
@@ -66,41 +64,70 @@ func (f *fieldManagers) get(res *registry.Resource, subresource string) (*manage
 	return fm, nil
 }
 
-// sameFieldsConvertor converts, defaults and creates unstructured objects
-// for the field manager. kapi hands it objects in the storage version and
-// the versions of a kind share their fields, so a conversion only renames
-// the apiVersion; defaults are applied later by the kind's strategy.
-type sameFieldsConvertor struct{}
+// resetFieldsOf returns the fields a write through version and subresource
+// does not change (the strategy puts them back), so that no manager comes
+// to own them by it: the kind's own (custom resources: the version's
+// subresources), else status through the main resource and spec and
+// metadata through /status.
+func resetFieldsOf(res *registry.Resource, version, subresource string) *fieldpath.Set {
+	if rs, ok := res.Strategy.(registry.ResetFieldsStrategy); ok {
+		return rs.ResetFields(version, subresource)
+	}
+	switch {
+	case subresource == "status":
+		return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
+	case res.Status:
+		return fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+	}
+	return nil
+}
 
-func (sameFieldsConvertor) Convert(in, out, context interface{}) error {
+// versionConvertor converts, defaults and creates unstructured objects of
+// one resource for its field managers: a conversion is the resource's own
+// (a custom resource's through its CRD's conversion); defaults are applied
+// by the kind's strategy.
+type versionConvertor struct{ res *registry.Resource }
+
+func (c versionConvertor) Convert(in, out, context interface{}) error {
 	u, ok1 := in.(*unstructured.Unstructured)
 	o, ok2 := out.(*unstructured.Unstructured)
 	if !ok1 || !ok2 {
 		return fmt.Errorf("cannot convert %T to %T", in, out)
 	}
-	o.Object = runtime.DeepCopyJSON(u.Object)
+	converted, err := c.ConvertToVersion(u, o.GroupVersionKind().GroupVersion())
+	if err != nil {
+		return err
+	}
+	o.Object = converted.(*unstructured.Unstructured).Object
 	return nil
 }
 
-func (sameFieldsConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
 	u, ok := in.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("cannot convert %T", in)
 	}
 	out := u.DeepCopy()
-	if gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()}); ok {
-		out.SetGroupVersionKind(gvk)
+	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok || gvk == u.GroupVersionKind() {
+		return out, nil
+	}
+	if gvk.GroupKind() != c.res.GroupKind() {
+		return nil, fmt.Errorf("cannot convert %v to %v", u.GroupVersionKind(), gvk)
+	}
+	if err := c.res.Strategy.Convert(out, gvk.Version); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func (sameFieldsConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+func (versionConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
 	return label, value, nil
 }
 
-func (sameFieldsConvertor) Default(runtime.Object) {}
+func (versionConvertor) Default(runtime.Object) {}
 
-func (sameFieldsConvertor) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+func (versionConvertor) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
@@ -126,9 +153,10 @@ func managerName(fieldManager, userAgent string) string {
 	return buf.String()
 }
 
-// trackUpdate records an Update by manager in obj's managedFields.
-func (s *Server) trackUpdate(res *registry.Resource, subresource string, live, obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
-	fm, err := s.fieldManagers.get(res, subresource)
+// trackUpdate records an Update by manager through req's version and
+// subresource in obj's managedFields (live and obj are in req's version).
+func (s *Server) trackUpdate(req *resourceRequest, live, obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
+	fm, err := s.fieldManagers.get(req.res, req.version, req.subresource)
 	if err != nil {
 		return obj
 	}

@@ -430,7 +430,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 
 // createObject runs the create path of kube-apiserver's generic registry:
 // namespace and name checks, server-set fields, defaults, validation, the
-// namespace lifecycle, then one store write.
+// namespace lifecycle, then one store write. obj is in the request's
+// version, where all but the write happens; the object returned is the one
+// stored, in the storage version.
 //
 // manager is the field manager the create is recorded for in managedFields
 // (empty when the caller, server-side apply, has recorded it).
@@ -444,12 +446,9 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if err := checkNamespace(req, obj); err != nil {
 		return nil, err
 	}
-	if err := res.Strategy.Convert(obj, res.StorageVersion); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
 	dedupOwnerReferences(ctx, obj, false)
 	if manager != "" {
-		obj = s.trackUpdate(res, "", nil, obj, manager)
+		obj = s.trackUpdate(req, nil, obj, manager)
 	}
 	// Admission as kube-apiserver orders it: the namespace lifecycle and
 	// the mutating webhooks, then the kind's own rules, then the
@@ -470,11 +469,13 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	// tries up to 8 names; each try runs the rules and the validating
 	// webhooks on the object with its name.
 	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
+	var stored *unstructured.Unstructured
 	for attempt := 1; ; attempt++ {
 		if generate {
 			obj.SetName(generateName(obj.GetGenerateName()))
 		}
-		err := s.admitAndStore(ctx, req, obj, options, dryRun)
+		var err error
+		stored, err = s.admitAndStore(ctx, req, obj, options, dryRun)
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return nil, err
@@ -490,7 +491,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 		// The audit event names the object a create made.
 		ev.ObjectRef.Name = obj.GetName()
 	}
-	return obj, nil
+	return stored, nil
 }
 
 // maxNameGenerationCreateAttempts is how many generated names a create
@@ -503,8 +504,9 @@ var generateName = names.SimpleNameGenerator.GenerateName
 
 // admitAndStore finishes a create of obj: the server-set fields, the kind's
 // rules, the validating webhooks, then the store (a dry run only checks the
-// name is free, as kube-apiserver's dry-run storage).
-func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, options *metav1.CreateOptions, dryRun bool) error {
+// name is free, as kube-apiserver's dry-run storage). It returns the object
+// stored, in the storage version.
+func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, options *metav1.CreateOptions, dryRun bool) (*unstructured.Unstructured, error) {
 	res := req.res
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	obj.SetUID(uuid.NewUUID())
@@ -520,33 +522,54 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	}
 	res.Strategy.PrepareForCreate(ctx, obj)
 	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
-		return apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
+		return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 	}
 	if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
 		addWarnings(ctx, ws.WarningsOnCreate(ctx, obj))
 	}
 	if obj.GetName() == "" {
 		// Validation reports a missing name; this guards the store.
-		return apierrors.NewBadRequest("name is required")
+		return nil, apierrors.NewBadRequest("name is required")
 	}
 	// The validating webhooks see the object as it will be stored, with
 	// its generated name.
 	if err := s.validateAdmission(ctx, s.admissionAttributes(req, obj, nil, admission.Create, options, dryRun)); err != nil {
-		return err
+		return nil, err
+	}
+	stored, err := inStorageVersion(res, obj)
+	if err != nil {
+		return nil, err
 	}
 	key := storageKey(res, obj.GetNamespace(), obj.GetName())
 	if dryRun {
 		if _, err := s.store.Get(ctx, key); err == nil {
-			return apierrors.NewAlreadyExists(res.GroupResource(), obj.GetName())
+			return nil, apierrors.NewAlreadyExists(res.GroupResource(), obj.GetName())
 		} else if !errors.Is(err, storage.ErrNotFound) {
-			return storageError(err, res, obj.GetName())
+			return nil, storageError(err, res, obj.GetName())
 		}
-		return nil
+		return stored, nil
 	}
-	if err := storeShedding(obj, func() error { _, err := s.store.Create(ctx, key, encoder(obj)); return err }); err != nil {
-		return storageError(err, res, obj.GetName())
+	if err := storeShedding(stored, func() error { _, err := s.store.Create(ctx, key, encoder(stored)); return err }); err != nil {
+		return nil, storageError(err, res, obj.GetName())
 	}
-	return nil
+	return stored, nil
+}
+
+// inStorageVersion returns obj converted to the storage version (obj
+// itself when it is in it), as kube-apiserver's storage encodes a write: a
+// custom resource through its CRD's conversion, then pruned by the storage
+// version's schema.
+func inStorageVersion(res *registry.Resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if obj.GetAPIVersion() == (schema.GroupVersion{Group: res.Group, Version: res.StorageVersion}).String() {
+		return obj, nil
+	}
+	stored := obj.DeepCopy()
+	// A failed conversion (webhook) is answered as it is: a 500 with the
+	// converter's message, as kube-apiserver's storage encoder fails.
+	if err := res.Strategy.Convert(stored, res.StorageVersion); err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
 // alreadyExists is kube-apiserver's answer to a create of a name that is
@@ -605,13 +628,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	if err := req.res.Strategy.Convert(obj, req.res.StorageVersion); err != nil {
-		writeError(w, r, err)
-		return
-	}
 	req.options = opts.raw
 	updated, err := s.updateObject(r.Context(), req, opts.dryRun, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		return s.trackUpdate(req.res, req.subresource, current, obj.DeepCopy(), opts.fieldManager), nil
+		return s.trackUpdate(req, current, obj.DeepCopy(), opts.fieldManager), nil
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -620,7 +639,8 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 	s.respondObject(w, r, req, http.StatusOK, updated)
 }
 
-// updateFunc computes the new object (storage version) from the current one.
+// updateFunc computes the new object from the current one, both in the
+// request's version.
 type updateFunc func(current *unstructured.Unstructured) (*unstructured.Unstructured, error)
 
 // updateObject runs kube-apiserver's update path: read, compute, keep
@@ -629,6 +649,9 @@ type updateFunc func(current *unstructured.Unstructured) (*unstructured.Unstruct
 // patched, compute applies a patch to the current object: the result keeps
 // the current resourceVersion unless the patch set another, which is then
 // the client's precondition (as kube's store checks a patched object's).
+//
+// All but the write happens in the request's version; the object returned
+// is the one stored, in the storage version.
 func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun, patched bool, compute updateFunc) (*unstructured.Unstructured, error) {
 	res := req.res
 	for attempt := 0; ; attempt++ {
@@ -644,9 +667,15 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		// As kube-apiserver decodes a stored object: in the storage
 		// version, pruned and defaulted by its schema, so that a default
 		// added to the schema since the object was written holds in the
-		// old object too (transition rules, ratcheting, generation).
+		// old object too (transition rules, ratcheting, generation); then
+		// converted to the request's version.
 		if err := res.Strategy.Convert(old, res.StorageVersion); err != nil {
 			return nil, apierrors.NewInternalError(err)
+		}
+		if req.version != res.StorageVersion {
+			if err := res.Strategy.Convert(old, req.version); err != nil {
+				return nil, err // as a read through req.version fails
+			}
 		}
 		obj, err := compute(old.DeepCopy())
 		if err != nil {
@@ -726,20 +755,24 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if err := s.validateAdmission(ctx, attr); err != nil {
 			return nil, err
 		}
+		out, err := inStorageVersion(res, obj)
+		if err != nil {
+			return nil, err
+		}
 		if dryRun {
-			return obj, nil
+			return out, nil
 		}
 		key := storageKey(res, req.namespace, req.name)
 		// The last finalizer of an object being deleted is gone: the
 		// update completes the deletion.
-		if old.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
-			_, err = s.store.Delete(ctx, key, rev, encoder(obj))
-		} else if sameAsStored(obj, stored) {
+		if old.GetDeletionTimestamp() != nil && len(out.GetFinalizers()) == 0 && !holdsDeletion(res, out) {
+			_, err = s.store.Delete(ctx, key, rev, encoder(out))
+		} else if sameAsStored(out, stored) {
 			// Nothing changed: kube-apiserver skips the write and keeps
 			// the resourceVersion.
-			return obj, nil
+			return out, nil
 		} else {
-			err = storeShedding(obj, func() error { _, err := s.store.Update(ctx, key, rev, encoder(obj)); return err })
+			err = storeShedding(out, func() error { _, err := s.store.Update(ctx, key, rev, encoder(out)); return err })
 		}
 		if errors.Is(err, storage.ErrConflict) && clientRV == "" && attempt < 16 {
 			continue
@@ -747,7 +780,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if err != nil {
 			return nil, storageError(err, res, req.name)
 		}
-		return obj, nil
+		return out, nil
 	}
 }
 

@@ -76,9 +76,6 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	// retried on a conflict, as kube-apiserver does (updateObject).
 	updated, err := s.updateObject(r.Context(), req, dryRun, true, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		live := current.DeepCopy()
-		if err := req.res.Strategy.Convert(current, req.version); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
 		original, err := unstructuredjson.Marshal(current.Object)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
@@ -91,7 +88,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err != nil {
 			return nil, err
 		}
-		return s.trackUpdate(req.res, req.subresource, live, obj, manager), nil
+		return s.trackUpdate(req, live, obj, manager), nil
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -199,8 +196,7 @@ func interpretStrategicMergePatchError(err error) error {
 }
 
 // patchedObject decodes a patch's result (in the request's version) as a
-// write of it, checks what a patch may not change, and returns it in the
-// storage version.
+// write of it and checks what a patch may not change.
 func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, live *unstructured.Unstructured, patched []byte, fieldValidation string, patchStrict []error) (*unstructured.Unstructured, error) {
 	obj, err := decodeObject(w, r, req, patched, fieldValidation, patchStrict...)
 	if err != nil {
@@ -217,9 +213,6 @@ func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *reso
 		// invalid update, as kube-apiserver reports it.
 		return nil, apierrors.NewInvalid(req.res.GroupKind(), req.name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), obj.GetUID(), "field is immutable")})
 	}
-	if err := req.res.Strategy.Convert(obj, req.res.StorageVersion); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
 	return obj, nil
 }
 
@@ -234,15 +227,8 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err)))
 		return
 	}
-	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}
-	if applied.GetAPIVersion() == gv.String() && req.version != req.res.StorageVersion {
-		if err := req.res.Strategy.Convert(applied, req.res.StorageVersion); err != nil {
-			writeError(w, r, err)
-			return
-		}
-	}
 	force := opts.Force != nil && *opts.Force
-	fm, err := s.fieldManagers.get(req.res, req.subresource)
+	fm, err := s.fieldManagers.get(req.res, req.version, req.subresource)
 	if err != nil {
 		writeError(w, r, apierrors.NewInternalError(err))
 		return
@@ -260,9 +246,6 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if !ok {
 			return nil, apierrors.NewInternalError(fmt.Errorf("apply returned %T", out))
 		}
-		if err := req.res.Strategy.Convert(merged, req.version); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
 		data, err := unstructuredjson.Marshal(merged.Object)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
@@ -274,7 +257,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	if apierrors.IsNotFound(err) && req.subresource == "" {
 		// Create on apply.
 		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(schema.GroupVersionKind{Group: req.res.Group, Version: req.res.StorageVersion, Kind: req.res.Kind})
+		live.SetGroupVersionKind(schema.GroupVersionKind{Group: req.res.Group, Version: req.version, Kind: req.res.Kind})
 		live.SetName(req.name)
 		live.SetNamespace(req.namespace)
 		obj, err := merge(live)

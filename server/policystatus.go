@@ -115,7 +115,7 @@ func (c *policyStatusController) sync(ctx context.Context, name string, force bo
 		if err != nil {
 			return nil, err
 		}
-		return c.s.trackUpdate(res, "status", current, &unstructured.Unstructured{Object: u}, "kube-apiserver"), nil
+		return c.s.trackUpdate(req, current, &unstructured.Unstructured{Object: u}, "kube-apiserver"), nil
 	})
 	if apierrors.IsConflict(err) {
 		c.queue.add(name, force)

@@ -159,8 +159,12 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		if scale.ResourceVersion != "" {
 			current.SetResourceVersion(scale.ResourceVersion)
 		}
-		return s.trackUpdate(req.res, "scale", live, current, opts.fieldManager), nil
+		return s.trackUpdate(req, live, current, opts.fieldManager), nil
 	})
+	if err == nil {
+		// The stored object, read back in the request's version.
+		err = req.res.Strategy.Convert(updated, req.version)
+	}
 	if err == nil {
 		result, _, err = scaleOf(updated, sc)
 	}

@@ -34,6 +34,7 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 
 	"github.com/kapi-dev/kapi/openapi"
 	"github.com/kapi-dev/kapi/server/registry"
@@ -60,7 +61,8 @@ type version struct {
 }
 
 // strategy serves custom resources of one CRD. Objects reach it in the
-// storage version.
+// version of the request, as they reach kube-apiserver's per-version
+// strategies.
 type strategy struct {
 	gk             schema.GroupKind
 	storageVersion string
@@ -80,12 +82,14 @@ type kubeStrategy interface {
 	GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error)
 	WarningsOnCreate(ctx context.Context, obj runtime.Object) []string
 	WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string
+	GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
 }
 
 // kubeStatusStrategy is the /status part of it.
 type kubeStatusStrategy interface {
 	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
 }
 
 // New builds the served resource of crd, whose names must be accepted.
@@ -482,19 +486,24 @@ func (s *strategy) requestVersion(ctx context.Context) *version {
 }
 
 // inRequestVersion returns the version a write came through and the
-// objects (storage version) converted to it, as kube-apiserver validates
-// a custom resource by the schema of the version it was sent in.
+// objects in it, as kube-apiserver validates a custom resource by the
+// schema of the version it was sent in. The handlers pass them in it; one
+// in another version is converted (a copy).
 func (s *strategy) inRequestVersion(ctx context.Context, objs ...*unstructured.Unstructured) (*version, []*unstructured.Unstructured, *field.Error) {
 	v := registry.RequestVersion(ctx)
 	ver, ok := s.versions[v]
-	if !ok || v == s.storageVersion {
-		return s.versions[s.storageVersion], objs, nil
+	if !ok {
+		v, ver = s.storageVersion, s.versions[s.storageVersion]
 	}
+	apiVersion := schema.GroupVersion{Group: s.gk.Group, Version: v}.String()
 	out := make([]*unstructured.Unstructured, len(objs))
 	for i, obj := range objs {
-		out[i] = obj.DeepCopy()
-		if err := s.Convert(out[i], v); err != nil {
-			return nil, nil, field.InternalError(nil, err)
+		out[i] = obj
+		if obj.GetAPIVersion() != apiVersion {
+			out[i] = obj.DeepCopy()
+			if err := s.Convert(out[i], v); err != nil {
+				return nil, nil, field.InternalError(nil, err)
+			}
 		}
 	}
 	return ver, out, nil
@@ -519,11 +528,30 @@ func (s *strategy) ValidateUpdate(ctx context.Context, obj, old *unstructured.Un
 // WarningsOnCreate and WarningsOnUpdate are kube-apiserver's warnings about
 // a custom resource (finalizer names that are not domain-qualified).
 func (s *strategy) WarningsOnCreate(ctx context.Context, obj *unstructured.Unstructured) []string {
-	return s.versions[s.storageVersion].kube.WarningsOnCreate(ctx, obj)
+	return s.requestVersion(ctx).kube.WarningsOnCreate(ctx, obj)
 }
 
 func (s *strategy) WarningsOnUpdate(ctx context.Context, obj, old *unstructured.Unstructured) []string {
-	return s.versions[s.storageVersion].kube.WarningsOnUpdate(ctx, obj, old)
+	return s.requestVersion(ctx).kube.WarningsOnUpdate(ctx, obj, old)
+}
+
+// ResetFields returns the fields of version v that a write through
+// subresource does not change, as apiextensions-apiserver's strategies
+// declare them: status through the main resource and spec through /status,
+// when v has a status subresource.
+func (s *strategy) ResetFields(v, subresource string) *fieldpath.Set {
+	ver, ok := s.versions[v]
+	if !ok {
+		return nil
+	}
+	var fields map[fieldpath.APIVersion]*fieldpath.Set
+	switch {
+	case subresource == "":
+		fields = ver.kube.GetResetFields()
+	case subresource == "status" && ver.kubeStatus != nil:
+		fields = ver.kubeStatus.GetResetFields()
+	}
+	return fields[fieldpath.APIVersion(schema.GroupVersion{Group: s.gk.Group, Version: v}.String())]
 }
 
 func (s *strategy) AllowUnconditionalUpdate() bool { return false }

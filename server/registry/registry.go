@@ -17,10 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 )
 
-// Strategy holds the rules of one kind. Objects are passed in the storage
-// version; the handlers convert at the edges.
+// Strategy holds the rules of one kind. Objects are passed in the version
+// the request came through (registry.RequestVersion; the storage version
+// for kapi's own writes), as kube-apiserver's handlers pass them; the
+// handlers convert to the storage version to store.
 type Strategy interface {
 	// Decode parses a JSON request body sent to the given version. It
 	// returns the object and the unknown or duplicate fields found (for
@@ -87,6 +90,16 @@ type ListConverter interface {
 	// ConvertVersions converts objs to version in place, the versions only;
 	// Convert does the rest (and leaves the versions as they are).
 	ConvertVersions(objs []*unstructured.Unstructured, version string) error
+}
+
+// ResetFieldsStrategy is implemented by the strategies of kinds whose
+// fields a write puts back per version and subresource (kube-apiserver's
+// GetResetFields): the field managers let no manager own them by such a
+// write.
+type ResetFieldsStrategy interface {
+	// ResetFields returns the fields a write through version and
+	// subresource ("" for the main resource) does not change, or nil.
+	ResetFields(version, subresource string) *fieldpath.Set
 }
 
 // TableConvertor prints a kind's objects as kube-apiserver's Table.
