@@ -867,6 +867,63 @@ func TestCustomResourceSchema(t *testing.T) {
 		_, err = gadgets.Update(ctx, out, metav1.UpdateOptions{}, "scale")
 		expectInvalid(t, err, `Gadget.dyn.example.com "scaled" is invalid: spec: Invalid value: "object": too many replicas`,
 			metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "object": too many replicas`, Field: "spec"})
+
+		// Server-side apply of /scale, as an autoscaler applies replicas
+		// that a GitOps tool applied through the resource: a conflict
+		// without force; with it, the scaler owns the resource's replicas
+		// (managedFields mapped from the Scale's, as kube-apiserver maps
+		// them) and the tool no longer does.
+		applied := gadget("ssa-scaled", map[string]interface{}{"replicas": int64(3), "color": "red"})
+		if _, err := gadgets.Apply(ctx, "ssa-scaled", applied, metav1.ApplyOptions{FieldManager: "gitops"}); err != nil {
+			t.Fatal(err)
+		}
+		scaleConfig := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]interface{}{"name": "ssa-scaled", "namespace": "default"},
+			"spec":     map[string]interface{}{"replicas": int64(5)},
+		}}
+		_, err = gadgets.Apply(ctx, "ssa-scaled", scaleConfig, metav1.ApplyOptions{FieldManager: "scaler"}, "scale")
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `conflict with "gitops": .spec.replicas`) {
+			t.Errorf("apply of /scale against gitops' replicas: %v, want a conflict with gitops on .spec.replicas", err)
+		}
+		out, err = gadgets.Apply(ctx, "ssa-scaled", scaleConfig, metav1.ApplyOptions{FieldManager: "scaler", Force: true}, "scale")
+		if err != nil || out.GetKind() != "Scale" || nested(out, "spec", "replicas") != int64(5) {
+			t.Fatalf("forced apply of /scale: %v %v", err, out)
+		}
+		got, err = gadgets.Get(ctx, "ssa-scaled", metav1.GetOptions{})
+		if err != nil || nested(got, "spec", "replicas") != int64(5) {
+			t.Fatalf("after the apply of /scale: %v %v", err, got)
+		}
+		owners := map[string]string{}
+		for _, e := range got.GetManagedFields() {
+			owners[e.Manager+"/"+string(e.Operation)+"/"+e.Subresource] = e.APIVersion + " " + string(e.FieldsV1.Raw)
+		}
+		if o := owners["scaler/Apply/scale"]; o != `dyn.example.com/v1 {"f:spec":{"f:replicas":{}}}` {
+			t.Errorf("managedFields %v: want scaler's Apply through scale owning dyn.example.com/v1 spec.replicas", owners)
+		}
+		if o := owners["gitops/Apply/"]; !strings.Contains(o, `"f:color"`) || strings.Contains(o, `"f:replicas"`) {
+			t.Errorf("managedFields %v: want gitops to keep spec.color and lose spec.replicas", owners)
+		}
+		// A PUT of /scale records an Update through scale.
+		sc, err = gadgets.Get(ctx, "ssa-scaled", metav1.GetOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		unstructured.SetNestedField(sc.Object, int64(6), "spec", "replicas")
+		if _, err := gadgets.Update(ctx, sc, metav1.UpdateOptions{FieldManager: "putter"}, "scale"); err != nil {
+			t.Fatal(err)
+		}
+		got, err = gadgets.Get(ctx, "ssa-scaled", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners = map[string]string{}
+		for _, e := range got.GetManagedFields() {
+			owners[e.Manager+"/"+string(e.Operation)+"/"+e.Subresource] = string(e.FieldsV1.Raw)
+		}
+		if owners["putter/Update/scale"] != `{"f:spec":{"f:replicas":{}}}` || owners["scaler/Apply/scale"] != "" {
+			t.Errorf("managedFields %v after a PUT of /scale: want putter's Update through scale owning spec.replicas, the scaler's gone", owners)
+		}
 	})
 
 	t.Run("selectableFields", func(t *testing.T) {

@@ -26,6 +26,12 @@ func BuiltinTypeConverter(kinds []Kind) managedfields.TypeConverter {
 	return c
 }
 
+// ScaleTypeConverter holds autoscaling/v1 Scale, what /scale writes track
+// and apply (built on first use).
+var ScaleTypeConverter = LazyTypeConverter(func() (managedfields.TypeConverter, error) {
+	return builtinTypeConverter([]Kind{{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
+})
+
 // LazyTypeConverter is the type converter build returns, built on first
 // use (once).
 func LazyTypeConverter(build func() (managedfields.TypeConverter, error)) managedfields.TypeConverter {

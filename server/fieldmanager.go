@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 
+	"github.com/kapi-dev/kapi/openapi"
 	"github.com/kapi-dev/kapi/server/registry"
 )
 
@@ -53,7 +54,13 @@ func (f *fieldManagers) get(res *registry.Resource, version, subresource string)
 		// conversion, as kube-apiserver's CRD field managers do.
 		newFieldManager = managedfields.NewDefaultCRDFieldManager
 	}
-	fm, err := newFieldManager(res.TypeConverter, conv, conv, conv, gv.WithKind(res.Kind), gv, subresource, resetFields)
+	typeConverter, kind := res.TypeConverter, gv.WithKind(res.Kind)
+	if subresource == "scale" {
+		// /scale writes track and apply the autoscaling/v1 Scale, whose
+		// managedFields scaleWrite maps to and from the resource's.
+		typeConverter, kind, gv = openapi.ScaleTypeConverter, scaleGroupKind.WithVersion("v1"), scaleGroupKind.WithVersion("v1").GroupVersion()
+	}
+	fm, err := newFieldManager(typeConverter, conv, conv, conv, kind, gv, subresource, resetFields)
 	if err != nil {
 		return nil, err
 	}

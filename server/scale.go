@@ -9,11 +9,15 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	sigsjson "sigs.k8s.io/json"
@@ -90,29 +94,51 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 	}
 }
 
-// updateScale runs a PUT or PATCH of /scale: the new Scale's spec.replicas
-// goes into the custom resource, through the resource's update rules.
+// updateScale runs a PUT, PATCH or server-side apply of /scale: the new
+// Scale's spec.replicas goes into the custom resource, through the
+// resource's update rules. As kube-apiserver does, the write is tracked on
+// the Scale, whose managedFields are mapped from and back to the custom
+// resource's (managedfields.ScaleHandler): a manager that sets replicas
+// through /scale owns the resource's replicas path.
 func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	sc := req.res.ScaleIn(req.version)
 	allowed := []string{"application/json", "application/yaml"}
 	if r.Method == http.MethodPatch {
 		// As kube-apiserver for a custom resource's subresources: no
-		// strategic merge patch (and apply, which kapi does not serve on
-		// /scale yet).
-		allowed = []string{string(types.JSONPatchType), string(types.MergePatchType)}
+		// strategic merge patch.
+		allowed = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 	}
 	body, mt, err := readBody(r, allowed...)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	patchType := types.PatchType(mt)
 	opts, err := parseUpdateOptions(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	// A resourceVersion in the Scale is a precondition; without one the
-	// update applies to the current object.
+	var force bool
+	if r.Method == http.MethodPatch {
+		var popts metav1.PatchOptions
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &popts); err != nil {
+			writeError(w, r, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		if errs := metav1validation.ValidatePatchOptions(&popts, patchType); len(errs) > 0 {
+			writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
+			return
+		}
+		force = popts.Force != nil && *popts.Force
+	}
+	fm, err := s.fieldManagers.get(req.res, req.version, "scale")
+	if err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	// A resourceVersion in a PUT's Scale is a precondition; without one
+	// the update applies to the current object.
 	var probe struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
@@ -121,33 +147,67 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 	if r.Method == http.MethodPut {
 		_ = json.Unmarshal(body, &probe)
 	}
-	var result *autoscalingv1.Scale
+	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}
 	updated, err := s.updateObject(r.Context(), req, opts.dryRun, probe.Metadata.ResourceVersion == "", func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		live := current.DeepCopy()
+		managed := managedfields.NewScaleHandler(current.GetManagedFields(), gv, req.res.ReplicasPaths)
 		old, found, err := scaleOf(current, sc)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		data := body
-		if r.Method == http.MethodPatch {
-			oldJSON, _ := json.Marshal(old)
-			patchReq := &resourceRequest{res: &registry.Resource{GoType: func(string) interface{} { return &autoscalingv1.Scale{} }}}
-			if data, err = applyPatch(patchReq, types.PatchType(mt), oldJSON, body); err != nil {
+		if !found {
+			old.Spec.Replicas = unsetReplicas
+		}
+		if old.ManagedFields, err = managed.ToSubresource(); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		oldU, err := scaleToUnstructured(old)
+		if err != nil {
+			return nil, err
+		}
+		var out runtime.Object
+		switch patchType {
+		case types.ApplyYAMLPatchType:
+			applied := &unstructured.Unstructured{}
+			if err := utiljson.Unmarshal(body, &applied.Object); err != nil || applied.Object == nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+			}
+			if out, err = fm.Apply(oldU, applied, opts.fieldManager, force); err != nil {
+				if _, ok := err.(apierrors.APIStatus); ok {
+					return nil, err
+				}
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+		default:
+			data := body
+			if r.Method == http.MethodPatch {
+				oldJSON, _ := json.Marshal(old)
+				patchReq := &resourceRequest{res: &registry.Resource{GoType: func(string) interface{} { return &autoscalingv1.Scale{} }}}
+				if data, err = applyPatch(patchReq, patchType, oldJSON, body); err != nil {
+					return nil, err
+				}
+			}
+			scale := &autoscalingv1.Scale{}
+			strict, err := sigsjson.UnmarshalStrict(data, scale, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+			if err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Scale): %v", err))
+			}
+			if len(strict) > 0 && opts.fieldValidation == metav1.FieldValidationStrict {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %v", strict[0]))
+			}
+			newU, err := scaleToUnstructured(scale)
+			if err != nil {
 				return nil, err
 			}
+			out = fm.UpdateNoErrors(oldU, newU, opts.fieldManager)
 		}
 		scale := &autoscalingv1.Scale{}
-		strict, err := sigsjson.UnmarshalStrict(data, scale, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
-		if err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(out.(*unstructured.Unstructured).Object, scale); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Scale): %v", err))
-		}
-		if len(strict) > 0 && opts.fieldValidation == metav1.FieldValidationStrict {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %v", strict[0]))
 		}
 		if scale.Name != req.name {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, req.name))
 		}
-		if r.Method == http.MethodPatch && !found && scale.Spec.Replicas == old.Spec.Replicas {
+		if scale.Spec.Replicas == unsetReplicas {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", sc.SpecReplicasPath))
 		}
 		if scale.Spec.Replicas < 0 {
@@ -159,12 +219,18 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		if scale.ResourceVersion != "" {
 			current.SetResourceVersion(scale.ResourceVersion)
 		}
-		return s.trackUpdate(req, live, current, opts.fieldManager), nil
+		entries, err := managed.ToParent(scale.ManagedFields)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		current.SetManagedFields(entries)
+		return current, nil
 	})
 	if err == nil {
 		// The stored object, read back in the request's version.
 		err = req.res.Strategy.Convert(updated, req.version)
 	}
+	var result *autoscalingv1.Scale
 	if err == nil {
 		result, _, err = scaleOf(updated, sc)
 	}
@@ -173,6 +239,22 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		return
 	}
 	writeObject(w, r, output{}, http.StatusOK, result)
+}
+
+// unsetReplicas stands for a custom resource without spec replicas in its
+// Scale while a write runs (the smallest int32, as kube-apiserver's): a
+// write that leaves it is refused.
+const unsetReplicas = -2147483648
+
+// scaleToUnstructured is scale as the field manager takes it.
+func scaleToUnstructured(scale *autoscalingv1.Scale) (*unstructured.Unstructured, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(scale)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out := &unstructured.Unstructured{Object: u}
+	out.SetGroupVersionKind(scaleGroupKind.WithVersion("v1"))
+	return out, nil
 }
 
 // admitScale builds the admission attributes of a /scale write as

@@ -116,6 +116,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		DeprecationWarnings: map[string]string{},
 		StatusVersions:      map[string]bool{},
 		ScaleVersions:       map[string]*registry.Scale{},
+		ReplicasPaths:       managedfields.ResourcePathMappings{},
 	}
 	fieldLabels := map[string]func(runtime.Object) (labels.Set, fields.Set, error){}
 	for _, v := range crd.Spec.Versions {
@@ -184,8 +185,11 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 				}
 			}
 		}
+		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}.String()
+		res.ReplicasPaths[gv] = nil
 		if subresources != nil && subresources.Scale != nil {
 			scaleSub = subresources.Scale
+			res.ReplicasPaths[gv] = replicasPath(scaleSub.SpecReplicasPath)
 			sc := &registry.Scale{SpecReplicasPath: scaleSub.SpecReplicasPath, StatusReplicasPath: scaleSub.StatusReplicasPath}
 			if scaleSub.LabelSelectorPath != nil {
 				sc.LabelSelectorPath = *scaleSub.LabelSelectorPath
@@ -243,6 +247,16 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 	s.converter = safe
 	s.webhookConversion = crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
 	return res, nil
+}
+
+// replicasPath is a /scale subresource's specReplicasPath (".spec.replicas")
+// as a field path.
+func replicasPath(jsonPath string) fieldpath.Path {
+	var path fieldpath.Path
+	for _, name := range strings.Split(strings.TrimPrefix(jsonPath, "."), ".") {
+		path = append(path, fieldpath.PathElement{FieldName: &name})
+	}
+	return path
 }
 
 // defaultDeprecationWarning is kube-apiserver's warning for a deprecated

@@ -141,6 +141,11 @@ type Resource struct {
 	// Scale is set when the resource has a /scale subresource (for a
 	// custom resource: in its storage version; see ScaleIn).
 	Scale *Scale
+	// ReplicasPaths holds, per API version ("group/version") of every
+	// version of a CRD with /scale somewhere, the path of spec replicas in
+	// the custom resource (nil for a version without /scale): a /scale
+	// write maps managedFields between Scale and custom resource by it.
+	ReplicasPaths managedfields.ResourcePathMappings
 	// Custom is true for the resources of CRDs.
 	Custom bool
 	// Terminating is set while the resource's CRD is being deleted:
