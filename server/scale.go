@@ -200,8 +200,12 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 			}
 			out = fm.UpdateNoErrors(oldU, newU, opts.fieldManager)
 		}
+		outU, ok := out.(*unstructured.Unstructured)
+		if !ok {
+			return nil, apierrors.NewInternalError(fmt.Errorf("the Scale's field manager returned %T", out))
+		}
 		scale := &autoscalingv1.Scale{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(out.(*unstructured.Unstructured).Object, scale); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(outU.Object, scale); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Scale): %v", err))
 		}
 		if scale.Name != req.name {
