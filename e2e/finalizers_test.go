@@ -360,3 +360,69 @@ func parseTableIfKubectl(t *testing.T, k *kapi, args ...string) ([]string, []map
 	}
 	return parseTable(t, k.mustKubectl(t, args...))
 }
+
+// An update cannot start a deletion: a deletionTimestamp a client adds is
+// refused as immutable (kube-apiserver keeps only one already set), also
+// through /status, where the phase is then judged by it.
+func TestUpdateCannotSetDeletionTimestamp(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	namespaces := k.Client.CoreV1().Namespaces()
+	ns, err := namespaces.Create(ctx, newNamespace("not-deleting"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	ns.DeletionTimestamp = &now
+	_, err = namespaces.Update(ctx, ns, metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.deletionTimestamp: Invalid value") || !strings.Contains(err.Error(), "field is immutable") {
+		t.Errorf("update adding a deletionTimestamp: %v, want Invalid metadata.deletionTimestamp: field is immutable", err)
+	}
+	ns.Status.Phase = corev1.NamespaceTerminating
+	_, err = namespaces.UpdateStatus(ctx, ns, metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "field is immutable") || strings.Contains(err.Error(), "status.Phase") {
+		t.Errorf("status update adding a deletionTimestamp with phase Terminating: %v, want only the immutable deletionTimestamp", err)
+	}
+	got, err := namespaces.Get(ctx, "not-deleting", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp != nil || got.Status.Phase != corev1.NamespaceActive {
+		t.Errorf("after the refused updates: %v %v %s, want no deletionTimestamp and phase Active", err, got.DeletionTimestamp, got.Status.Phase)
+	}
+	grace := int64(30)
+	got.DeletionGracePeriodSeconds = &grace
+	_, err = namespaces.Update(ctx, got, metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.deletionGracePeriodSeconds") {
+		t.Errorf("update adding deletionGracePeriodSeconds: %v, want Invalid metadata.deletionGracePeriodSeconds", err)
+	}
+}
+
+// /finalize changes all of a namespace but its status, as kube-apiserver's
+// finalize strategy: spec.finalizers and metadata, recorded in
+// managedFields with the subresource.
+func TestNamespaceFinalizeKeepsMetadata(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	namespaces := k.Client.CoreV1().Namespaces()
+	ns, err := namespaces.Create(ctx, newNamespace("fin-meta"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["via"] = "finalize"
+	ns.Spec.Finalizers = append(ns.Spec.Finalizers, "example.com/x")
+	ns.Status.Phase = corev1.NamespaceTerminating
+	out, err := namespaces.Finalize(ctx, ns, metav1.UpdateOptions{FieldManager: "finalizer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Labels["via"] != "finalize" || len(out.Spec.Finalizers) != 2 || out.Status.Phase != corev1.NamespaceActive {
+		t.Errorf("after /finalize: labels %v spec.finalizers %v phase %s, want the label, both finalizers and phase Active", out.Labels, out.Spec.Finalizers, out.Status.Phase)
+	}
+	found := false
+	for _, e := range out.ManagedFields {
+		found = found || e.Manager == "finalizer" && e.Subresource == "finalize" && strings.Contains(string(e.FieldsV1.Raw), `"f:via"`)
+	}
+	if !found {
+		t.Errorf("managedFields %s, want finalizer's Update through finalize owning the label", fmtJSON(out.ManagedFields))
+	}
+}

@@ -697,11 +697,18 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
 			return nil, apierrors.NewConflict(res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
 		}
-		// Fields only the server sets.
+		// Fields only the server sets, kept as kube-apiserver's
+		// BeforeUpdate keeps them: a deletion under way stays, and a
+		// deletionTimestamp or grace period a client adds is left for
+		// validation to refuse (immutable).
 		obj.SetUID(old.GetUID())
 		obj.SetCreationTimestamp(old.GetCreationTimestamp())
-		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
-		obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+		if old.GetDeletionTimestamp() != nil {
+			obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+		}
+		if old.GetDeletionGracePeriodSeconds() != nil && obj.GetDeletionGracePeriodSeconds() == nil {
+			obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+		}
 		obj.SetGeneration(old.GetGeneration())
 		obj.SetSelfLink("")
 		obj.SetResourceVersion(old.GetResourceVersion())
@@ -723,13 +730,11 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			dedupOwnerReferences(ctx, obj, true)
 		}
 		if req.subresource == "finalize" {
-			// Only spec.finalizers change through /finalize.
-			fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
-			obj = old.DeepCopy()
-			if len(fins) == 0 {
-				unstructured.RemoveNestedField(obj.Object, "spec", "finalizers")
-			} else {
-				_ = unstructured.SetNestedStringSlice(obj.Object, fins, "spec", "finalizers")
+			// As kube-apiserver's namespace finalize strategy: all but
+			// status changes (spec.finalizers, metadata).
+			delete(obj.Object, "status")
+			if status, ok := old.Object["status"]; ok {
+				obj.Object["status"] = runtime.DeepCopyJSONValue(status)
 			}
 			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)

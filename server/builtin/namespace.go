@@ -74,10 +74,12 @@ func namespaceResource() *registry.Resource {
 		},
 		validateStatusUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
 			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-			if old.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceActive {
+			// The phase follows the new object's deletionTimestamp, as
+			// kube checks it (a changed one is refused above).
+			if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceActive {
 				errs = append(errs, field.Invalid(field.NewPath("status", "Phase"), ns.Status.Phase, "may only be 'Active' if `deletionTimestamp` is empty"))
 			}
-			if !old.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
+			if !ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
 				errs = append(errs, field.Invalid(field.NewPath("status", "Phase"), ns.Status.Phase, "may only be 'Terminating' if `deletionTimestamp` is not empty"))
 			}
 			return errs
