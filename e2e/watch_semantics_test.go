@@ -3,7 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -16,8 +19,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
@@ -348,5 +353,77 @@ func TestKubectlGetWatch(t *testing.T) {
 	waitFor(t, "the namespace turning Terminating", func() bool { return strings.Contains(out.String(), "Terminating") })
 	if !strings.HasPrefix(out.String(), "NAME") {
 		t.Errorf("output does not start with the header:\n%s", out.String())
+	}
+}
+
+// Bookmarks take the watch's form, as kube-apiserver encodes them like any
+// other event: a metadata-only watch (client-go's metadata client, which
+// metadata informers use) gets PartialObjectMetadata bookmarks it can
+// decode. A watch-list's closing bookmark carries the list blueprint
+// client-go reads the list kind from; a Table cannot carry a watch-list.
+func TestWatchBookmarkForms(t *testing.T) {
+	t.Parallel()
+	k := startKapi(t, "--in-memory", "--watch-bookmark-interval", "200ms")
+	ctx := ctxT(t)
+	list, err := k.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	w, err := metadata.NewForConfigOrDie(k.Config).Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("metadata watch closed before its first bookmark")
+		}
+		m, isMeta := ev.Object.(*metav1.PartialObjectMetadata)
+		if ev.Type != watch.Bookmark || !isMeta || m.ResourceVersion == "" {
+			t.Errorf("metadata watch's first event: %s %T %v, want a PartialObjectMetadata BOOKMARK with a resourceVersion", ev.Type, ev.Object, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no bookmark within 10s at a 200ms interval")
+	}
+
+	// The closing bookmark of a watch-list, as JSON and as metadata.
+	const watchList = "/api/v1/namespaces?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"
+	for _, c := range []struct{ accept, bookmark, blueprint string }{
+		{"application/json", `"kind":"Namespace"`, `"apiVersion":"v1","items":[],"kind":"NamespaceList"`},
+		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", `"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1"`, `"apiVersion":"meta.k8s.io/v1","items":[],"kind":"PartialObjectMetadataList"`},
+	} {
+		r := k.do(t, "GET", watchList, nil, "Accept: "+c.accept)
+		// The first bookmark closes the initial events (periodic ones
+		// follow).
+		var first string
+		for _, line := range strings.Split(string(r.Body), "\n") {
+			if strings.HasPrefix(line, `{"type":"BOOKMARK"`) {
+				first = line
+				break
+			}
+		}
+		var ev struct {
+			Object struct {
+				Metadata struct{ Annotations map[string]string }
+			}
+		}
+		if err := json.Unmarshal([]byte(first), &ev); err != nil || !strings.Contains(first, c.bookmark) {
+			t.Errorf("watch-list (%s): first bookmark %q (%v), want one of %s", c.accept, first, err, c.bookmark)
+			continue
+		}
+		blueprint, err := base64.StdEncoding.DecodeString(ev.Object.Metadata.Annotations[metav1.InitialEventsListBlueprintAnnotationKey])
+		if err != nil || ev.Object.Metadata.Annotations[metav1.InitialEventsAnnotationKey] != "true" || !strings.Contains(string(blueprint), c.blueprint) {
+			t.Errorf("watch-list (%s): closing bookmark's annotations %v (blueprint %s, %v), want the end of the initial events and a blueprint of %s", c.accept, ev.Object.Metadata.Annotations, blueprint, err, c.blueprint)
+		}
+	}
+	r := k.do(t, "GET", watchList, nil, "Accept: application/json;as=Table;g=meta.k8s.io;v=v1")
+	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+
+	// A watch from "0" that allows bookmarks is a watch-list too.
+	r = k.do(t, "GET", "/api/v1/namespaces?watch=1&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=1", nil)
+	if !strings.Contains(string(r.Body), metav1.InitialEventsAnnotationKey) {
+		t.Errorf("watch from resourceVersion 0 with bookmarks: %s, want the initial events' closing bookmark", r.Body)
 	}
 }

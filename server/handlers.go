@@ -133,6 +133,9 @@ func parseListOptions(r *http.Request, watch bool) (*metainternalversion.ListOpt
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	opts.Watch = opts.Watch || watch
+	// As kube-apiserver with its WatchList feature, which kapi serves: a
+	// watch from "" or "0" sends the initial events and says where they end.
+	metainternalversion.SetListOptionsDefaults(opts, true)
 	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
@@ -29,6 +31,9 @@ const (
 	// minWatchTimeout is kube-apiserver's --min-request-timeout default: a
 	// watch without timeoutSeconds lasts between one and two of it.
 	minWatchTimeout = 30 * time.Minute
+	// watchEndGrace is how long an ended watch may take to return before
+	// a write blocked on its client is cut.
+	watchEndGrace = time.Second
 	// watchBuffer is how many events a watcher may fall behind before it
 	// is closed (it then re-watches from its last resourceVersion).
 	watchBuffer = 1024
@@ -55,6 +60,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	opts, err := parseListOptions(r, true)
 	if err != nil {
 		writeError(w, r, err)
+		return
+	}
+	if out.as == "Table" && opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks {
+		// A watch-list streams a list's items, which a Table cannot
+		// carry: kube-apiserver refuses it.
+		writeError(w, r, notAcceptable())
 		return
 	}
 	if req.name != "" {
@@ -105,15 +116,21 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	defer unsubscribe()
 
 	// A write blocked on a client that stopped reading must not outlive
-	// the watch or hold up shutdown: end it with a deadline.
+	// the watch or hold up shutdown: end it with a deadline. A watch that
+	// is not blocked returns at once and ends its stream cleanly (the
+	// final chunk), as kube-apiserver's does at timeoutSeconds.
 	done, unblocked := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(unblocked)
 		select {
 		case <-done:
+			return
 		case <-ctx.Done():
-			_ = http.NewResponseController(w).SetWriteDeadline(time.Now())
 		case <-s.stopping:
+		}
+		select {
+		case <-done:
+		case <-time.After(watchEndGrace):
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now())
 		}
 	}()
@@ -480,6 +497,11 @@ func (ww *watchWriter) encode(obj *unstructured.Unstructured) ([]byte, error) {
 	if err := ww.req.res.Strategy.Convert(obj, ww.req.version); err != nil {
 		return nil, err
 	}
+	return ww.render(obj)
+}
+
+// render encodes obj, in the requested version, in the watcher's form.
+func (ww *watchWriter) render(obj *unstructured.Unstructured) ([]byte, error) {
 	var payload any = obj.Object
 	switch ww.out.as {
 	case "Table":
@@ -498,7 +520,7 @@ func (ww *watchWriter) encode(obj *unstructured.Unstructured) ([]byte, error) {
 }
 
 // writeObjectEvent writes the frame of an event of type typ (one of
-// ADDED, MODIFIED, DELETED: nothing to escape) around the object's JSON,
+// ADDED, MODIFIED, DELETED, BOOKMARK: nothing to escape) around the object's JSON,
 // byte for byte what json.Marshal(watchEvent{typ, object}) gives.
 func (ww *watchWriter) writeObjectEvent(typ string, object []byte) bool {
 	// A Table watch sends its column definitions with the first event only,
@@ -515,19 +537,41 @@ func (ww *watchWriter) writeObjectEvent(typ string, object []byte) bool {
 	return ww.writeFrame(buf)
 }
 
-// bookmark sends a BOOKMARK carrying only the resourceVersion.
+// bookmark sends a BOOKMARK carrying only the resourceVersion, in the
+// watcher's form (a PartialObjectMetadata, a Table), as kube-apiserver
+// encodes bookmarks like any other object. The one that ends the initial
+// events of a watch-list (initialEventsEnd) says so, and carries the list's
+// blueprint that client-go's watch-list reads the list's kind from.
 func (ww *watchWriter) bookmark(rev int64, initialEventsEnd bool) bool {
 	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(ww.req.res.Group + "/" + ww.req.version)
-	if ww.req.res.Group == "" {
-		obj.SetAPIVersion(ww.req.version)
-	}
+	gv := schema.GroupVersion{Group: ww.req.res.Group, Version: ww.req.version}
+	obj.SetAPIVersion(gv.String())
 	obj.SetKind(ww.req.res.Kind)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	if initialEventsEnd {
-		obj.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		blueprint, err := ww.listBlueprint(gv)
+		if err != nil {
+			return ww.sendError(err)
+		}
+		obj.SetAnnotations(map[string]string{
+			metav1.InitialEventsAnnotationKey:              "true",
+			metav1.InitialEventsListBlueprintAnnotationKey: base64.StdEncoding.EncodeToString(blueprint),
+		})
 	}
-	return ww.write(watchEvent{Type: "BOOKMARK", Object: obj.Object})
+	data, err := ww.render(obj)
+	if err != nil {
+		return ww.sendError(err)
+	}
+	return ww.writeObjectEvent("BOOKMARK", data)
+}
+
+// listBlueprint is the JSON of an empty list of the watch's kind and form.
+func (ww *watchWriter) listBlueprint(gv schema.GroupVersion) ([]byte, error) {
+	list := map[string]interface{}{"apiVersion": gv.String(), "kind": ww.req.res.ListKind, "metadata": map[string]interface{}{}, "items": []interface{}{}}
+	if ww.out.as == "PartialObjectMetadata" {
+		list["apiVersion"], list["kind"] = "meta.k8s.io/"+ww.out.version, "PartialObjectMetadataList"
+	}
+	return unstructuredjson.Marshal(list)
 }
 
 func (ww *watchWriter) sendError(err error) bool {
