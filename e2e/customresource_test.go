@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -436,6 +437,69 @@ func TestCustomResourceNameConflict(t *testing.T) {
 // While a CRD is terminating, its objects are deleted (a finalizer holds
 // one) and no new one may be created; the CRD goes once the last object is
 // gone.
+// A CRD's deletion removes its custom resources without admission, as
+// kube-apiserver's CRD finalizer deletes them through its storage: a policy
+// that denies deleting them does not hold the CRD up.
+func TestCustomResourceDefinitionDeletionSkipsAdmission(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, cronTabCRDYAML))
+	crs := k.Dyn.Resource(gvrCronTabs).Namespace("default")
+	if _, err := crs.Create(ctx, cronTab("guarded"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := newVAP("no-crontab-deletes")
+	policy.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
+	policy.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"stable.example.com"}, APIVersions: []string{"*"}, Resources: []string{"crontabs"}}
+	policy.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "crontabs stay"}}
+	adm := k.Client.AdmissionregistrationV1()
+	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, newVAPBinding("no-crontab-deletes", policy.Name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the policy to deny deleting a CronTab", func() (bool, error) {
+		err := crs.Delete(ctx, "guarded", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "crontabs stay"), err
+	})
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := crds.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + crd.Name, ResourceVersion: crd.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := crds.Delete(ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// As kube's: marked, then in progress (the finalizer's first write),
+	// then deleted with the reason it ended.
+	var reasons []string
+	timeout := time.After(15 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch ended after %v", reasons)
+			}
+			if c := crdCondition(ev.Object.(*apiextensionsv1.CustomResourceDefinition), apiextensionsv1.Terminating); c != nil {
+				reasons = append(reasons, string(ev.Type)+" "+c.Reason)
+			}
+			done = ev.Type == watch.Deleted
+		case <-timeout:
+			t.Fatalf("the CRD is not gone after 15s: %v", reasons)
+		}
+	}
+	if want := []string{"MODIFIED InstanceDeletionPending", "MODIFIED InstanceDeletionInProgress", "DELETED InstanceDeletionCompleted"}; !reflect.DeepEqual(reasons, want) {
+		t.Errorf("the CRD's Terminating condition went %q, want %q", reasons, want)
+	}
+}
+
 func TestCustomResourceDefinitionTerminating(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)

@@ -114,12 +114,26 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
 			return false, err
 		}
+		// The Terminating condition as kube-apiserver's CRD finalizer
+		// sets it: in progress (written before it deletes anything),
+		// failed if a delete failed, then why it ended.
+		inProgress := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
+			Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"}
+		if c := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating); c == nil || c.Reason != inProgress.Reason {
+			apihelpers.SetCRDCondition(crd, inProgress)
+			if rev, err = f.writeCRD(ctx, res, crd, rev); err != nil {
+				return false, err
+			}
+		}
 		remaining, err := f.deleteCustomResources(ctx, crd)
 		if err != nil {
+			apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
+				Reason: "InstanceDeletionFailed", Message: fmt.Sprintf("could not issue all deletes: %v", err)})
+			if _, werr := f.writeCRD(ctx, res, crd, rev); werr != nil {
+				return false, werr
+			}
 			return false, err
 		}
-		// The Terminating condition as kube-apiserver's CRD finalizer
-		// sets it: in progress while instances remain, then why it ended.
 		before := crd.Status.DeepCopy()
 		switch {
 		case remaining:
@@ -268,10 +282,26 @@ func setNamespaceDeletionConditions(obj *unstructured.Unstructured, contents nam
 	return true, nil
 }
 
+// writeCRD stores crd's new status over revision rev and returns the new
+// revision.
+func (f *finalizer) writeCRD(ctx context.Context, res *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition, rev int64) (int64, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return 0, err
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	stored, err := f.s.store.Update(ctx, storageKey(res, "", crd.Name), rev, encoder(obj))
+	if err != nil {
+		return 0, err
+	}
+	crd.ResourceVersion = obj.GetResourceVersion()
+	return stored.Rev, nil
+}
+
 // deleteCustomResources deletes every custom resource of crd, as
 // kube-apiserver's CRD finalizer does: through the resource's own delete
-// (an object with finalizers is only marked), so remaining is true until
-// the last one is gone. A resource that is not served (its names were never
+// without admission (an object with finalizers is only marked), so
+// remaining is true until the last one is gone. A resource that is not served (its names were never
 // accepted) has its stored objects removed directly.
 func (f *finalizer) deleteCustomResources(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (remaining bool, err error) {
 	var res *registry.Resource
@@ -293,7 +323,8 @@ func (f *finalizer) deleteCustomResources(ctx context.Context, crd *apiextension
 			if obj.GetDeletionTimestamp() != nil {
 				continue
 			}
-			if _, _, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: obj.GetNamespace(), name: obj.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !apierrors.IsNotFound(err) {
+			req := &resourceRequest{res: res, version: res.Versions[0], namespace: obj.GetNamespace(), name: obj.GetName(), noAdmission: true}
+			if _, _, err := f.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}
 		}

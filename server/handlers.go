@@ -934,12 +934,14 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 		// Admission sees the object being deleted, as kube-apiserver's
 		// delete validation gives it to both mutating and validating
 		// webhooks.
-		attr := s.admissionAttributes(req, nil, current, admission.Delete, opts, dryRun)
-		if err := s.mutate(ctx, attr); err != nil {
-			return nil, false, err
-		}
-		if err := s.validateAdmission(ctx, attr); err != nil {
-			return nil, false, err
+		if !req.noAdmission {
+			attr := s.admissionAttributes(req, nil, current, admission.Delete, opts, dryRun)
+			if err := s.mutate(ctx, attr); err != nil {
+				return nil, false, err
+			}
+			if err := s.validateAdmission(ctx, attr); err != nil {
+				return nil, false, err
+			}
 		}
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != obj.GetUID() {

@@ -240,6 +240,9 @@ type resourceRequest struct {
 	// inCollection is set for the objects a deletecollection deletes:
 	// kube-apiserver names none of them to admission.
 	inCollection bool
+	// noAdmission is set for the deletes of kapi's CRD finalizer, which
+	// kube-apiserver's makes through its storage, without admission.
+	noAdmission bool
 	// options are the write's options as the client sent them, for the
 	// AdmissionReview (nil: the handler's own).
 	options runtime.Object
