@@ -500,6 +500,66 @@ func TestCustomResourceDefinitionDeletionSkipsAdmission(t *testing.T) {
 	}
 }
 
+// A change of a CRD's spec, or its deletion, ends the watches of its
+// custom resources, as kube-apiserver ends them when it replaces the CRD's
+// storage: clients watch again and see the new schema. A status-only write
+// to the CRD does not.
+func TestCustomResourceWatchEndsWhenCRDChanges(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, cronTabCRDYAML))
+	crs := k.Dyn.Resource(gvrCronTabs).Namespace("default")
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	const name = "crontabs.stable.example.com"
+	ended := func(w watch.Interface, within time.Duration) bool {
+		timeout := time.After(within)
+		for {
+			select {
+			case _, ok := <-w.ResultChan():
+				if !ok {
+					return true
+				}
+			case <-timeout:
+				return false
+			}
+		}
+	}
+
+	w, err := crs.Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A label on the CRD changes nothing served.
+	if _, err := crds.Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ended(w, time.Second) {
+		t.Error("a label on the CRD ended the watch of its resources")
+	}
+	// A new printer column does.
+	patch := `[{"op":"add","path":"/spec/versions/0/additionalPrinterColumns","value":[{"name":"Spec","type":"string","jsonPath":".spec.cronSpec"}]}]`
+	if _, err := crds.Patch(ctx, name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !ended(w, 10*time.Second) {
+		t.Error("the watch of the CRD's resources still runs 10s after the CRD's spec changed")
+	}
+	// So does the CRD's deletion.
+	eventually(t, 10*time.Second, "a new watch", func() (bool, error) {
+		w, err = crs.Watch(ctx, metav1.ListOptions{})
+		return err == nil, err
+	})
+	defer w.Stop()
+	if err := crds.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !ended(w, 10*time.Second) {
+		t.Error("the watch of the CRD's resources still runs 10s after the CRD's deletion")
+	}
+}
+
 func TestCustomResourceDefinitionTerminating(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)

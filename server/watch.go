@@ -150,6 +150,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		ww.sendError(err)
 		return
 	}
+	// A CRD's change or deletion ends the watches of its resource, as
+	// kube-apiserver's: clients watch again, through what is served now.
+	retired := s.reg.Retired(req.res)
 	var bookmarks <-chan time.Time
 	if opts.AllowWatchBookmarks {
 		t := time.NewTicker(s.opts.BookmarkInterval)
@@ -161,6 +164,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		case <-ctx.Done():
 			return
 		case <-s.stopping:
+			return
+		case <-retired:
 			return
 		case <-overflow:
 			// Too slow: close the stream; the client re-watches from the

@@ -245,6 +245,9 @@ type Registry struct {
 	groupOrder []string
 	// generation counts the changes, for views derived from the registry.
 	generation int64
+	// retired holds, per served resource someone waits on, the channel
+	// closed when it stops being served (replaced or removed).
+	retired map[*Resource]chan struct{}
 }
 
 // Generation changes whenever a resource is added or removed.
@@ -264,6 +267,9 @@ func (g *Registry) Add(r *Resource) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gr := r.GroupResource()
+	if old, ok := g.resources[gr]; ok && old != r {
+		g.retireLocked(old)
+	}
 	g.resources[gr] = r
 	g.generation++
 	for _, name := range g.groupOrder {
@@ -278,6 +284,9 @@ func (g *Registry) Add(r *Resource) {
 func (g *Registry) Remove(gr schema.GroupResource) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if old, ok := g.resources[gr]; ok {
+		g.retireLocked(old)
+	}
 	delete(g.resources, gr)
 	g.generation++
 	for _, r := range g.resources {
@@ -290,6 +299,35 @@ func (g *Registry) Remove(gr schema.GroupResource) {
 			g.groupOrder = append(g.groupOrder[:i:i], g.groupOrder[i+1:]...)
 			break
 		}
+	}
+}
+
+// Retired returns a channel closed once r is no longer served: a CRD's
+// change serves a new resource in its place, its deletion none. (Watches
+// end then, as kube-apiserver ends them when it replaces a CRD's storage.)
+func (g *Registry) Retired(r *Resource) <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resources[r.GroupResource()] != r {
+		return closedChan
+	}
+	ch, ok := g.retired[r]
+	if !ok {
+		if g.retired == nil {
+			g.retired = map[*Resource]chan struct{}{}
+		}
+		ch = make(chan struct{})
+		g.retired[r] = ch
+	}
+	return ch
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (g *Registry) retireLocked(r *Resource) {
+	if ch, ok := g.retired[r]; ok {
+		close(ch)
+		delete(g.retired, r)
 	}
 }
 

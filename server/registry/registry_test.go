@@ -1,0 +1,38 @@
+package registry
+
+import "testing"
+
+func TestRetired(t *testing.T) {
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	g := New()
+	first := &Resource{Group: "example.com", Plural: "things", Versions: []string{"v1"}}
+	g.Add(first)
+	ch := g.Retired(first)
+	if closed(ch) {
+		t.Fatal("a served resource is retired")
+	}
+	g.Add(first) // the same resource again: still served
+	if closed(ch) {
+		t.Fatal("re-adding the served resource retired it")
+	}
+	second := &Resource{Group: "example.com", Plural: "things", Versions: []string{"v1"}}
+	g.Add(second)
+	if !closed(ch) || !closed(g.Retired(first)) {
+		t.Fatal("a replaced resource is not retired")
+	}
+	ch = g.Retired(second)
+	if closed(ch) {
+		t.Fatal("the replacing resource is retired")
+	}
+	g.Remove(second.GroupResource())
+	if !closed(ch) {
+		t.Fatal("a removed resource is not retired")
+	}
+}
