@@ -94,34 +94,66 @@ func (c *policyStatusController) sync(ctx context.Context, name string, force bo
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, policy); err != nil {
 		return err
 	}
-	checked := policy.Status.ObservedGeneration == policy.Generation && policy.Status.TypeChecking != nil
+	// As kube's controller: a generation is checked once (force: kapi
+	// checks again when a schema the policy reads may have changed).
+	checked := policy.Generation <= policy.Status.ObservedGeneration
 	if checked && !force {
 		return nil
 	}
 	warnings := c.checker().Check(policy)
-	if checked && equality.Semantic.DeepEqual(warnings, policy.Status.TypeChecking.ExpressionWarnings) {
+	if checked && policy.Status.TypeChecking != nil && equality.Semantic.DeepEqual(warnings, policy.Status.TypeChecking.ExpressionWarnings) {
 		return nil
 	}
+	// The status is applied, forced, by the controller's own field
+	// manager, as kube's controller applies it.
 	req := &resourceRequest{res: res, version: "v1", name: name, subresource: "status"}
-	_, err = c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	fm, err := c.s.fieldManagers.get(res, "v1", "status")
+	if err != nil {
+		return err
+	}
+	applied := policyStatusConfig(policy, warnings)
+	_, err = c.s.updateObject(ctx, req, false, true, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		if current.GetGeneration() != policy.Generation {
 			return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("changed while type-checking"))
 		}
-		updated := policy.DeepCopy()
-		updated.ResourceVersion = current.GetResourceVersion()
-		updated.Status.ObservedGeneration = policy.Generation
-		updated.Status.TypeChecking = &admissionregistrationv1.TypeChecking{ExpressionWarnings: warnings}
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(updated)
+		out, err := fm.Apply(current, applied.DeepCopy(), policyStatusManager, true)
 		if err != nil {
 			return nil, err
 		}
-		return c.s.trackUpdate(req, current, &unstructured.Unstructured{Object: u}, "kube-apiserver"), nil
+		merged, ok := out.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("apply returned %T", out)
+		}
+		return merged, nil
 	})
 	if apierrors.IsConflict(err) {
 		c.queue.add(name, force)
 		return nil
 	}
 	return err
+}
+
+// policyStatusManager is the field manager of kube's policy status
+// controller.
+const policyStatusManager = "validatingadmissionpolicy-status"
+
+// policyStatusConfig is the apply configuration of a policy's checked
+// status: its generation and the type checker's warnings.
+func policyStatusConfig(policy *admissionregistrationv1.ValidatingAdmissionPolicy, warnings []admissionregistrationv1.ExpressionWarning) *unstructured.Unstructured {
+	typeChecking := map[string]interface{}{}
+	if len(warnings) > 0 {
+		list := make([]interface{}, len(warnings))
+		for i, w := range warnings {
+			list[i] = map[string]interface{}{"fieldRef": w.FieldRef, "warning": w.Warning}
+		}
+		typeChecking["expressionWarnings"] = list
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind":       "ValidatingAdmissionPolicy",
+		"metadata":   map[string]interface{}{"name": policy.Name},
+		"status":     map[string]interface{}{"observedGeneration": policy.Generation, "typeChecking": typeChecking},
+	}}
 }
 
 // customResourceSchemas resolves the schema of a custom resource kind from
