@@ -288,9 +288,35 @@ func TestListResourceVersionMatch(t *testing.T) {
 	if err != nil || rvInt(t, nl.ResourceVersion) < rvInt(t, l.ResourceVersion) || len(nl.Items) != 1 {
 		t.Errorf("NotOlderThan %s: err=%v rv=%s items=%d", rv1, err, nl.ResourceVersion, len(nl.Items))
 	}
-	// resourceVersion=0: any state is acceptable, but it must list.
-	if _, err := c.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-		t.Errorf("list at resourceVersion 0: %v", err)
+	// resourceVersion=0: any state is acceptable, but it must list, and
+	// whole: kube-apiserver serves it from its watch cache, where a limit
+	// is ignored (a reflector's first list must not turn it into pages).
+	if _, err := c.Create(ctx, newDeviceClass("c.example.com"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if zl, err := c.List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1}); err != nil || len(zl.Items) != 2 || zl.Continue != "" {
+		t.Errorf("list at resourceVersion 0 with limit 1: %v, %d items, continue %q; want both objects and no continue", err, len(zl.Items), zl.Continue)
+	}
+	// A resourceVersion with a limit and no match is the legacy Exact: the
+	// pages show the state at that resourceVersion (b alone), not the
+	// current one (b and c).
+	var paged []string
+	opts := metav1.ListOptions{ResourceVersion: l.ResourceVersion, Limit: 1}
+	for {
+		page, err := c.List(ctx, opts)
+		if err != nil {
+			t.Fatalf("pages at %s: %v", l.ResourceVersion, err)
+		}
+		for _, i := range page.Items {
+			paged = append(paged, i.Name)
+		}
+		if page.Continue == "" {
+			break
+		}
+		opts = metav1.ListOptions{Continue: page.Continue, Limit: 1}
+	}
+	if strings.Join(paged, ",") != "b.example.com" {
+		t.Errorf("pages at resourceVersion %s with limit 1: %v, want the state then: b.example.com", l.ResourceVersion, paged)
 	}
 
 	// resourceVersionMatch without resourceVersion is invalid.

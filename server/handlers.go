@@ -281,8 +281,15 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 		so.AfterNamespace, so.AfterName = tok.Namespace, tok.Name
 	} else {
 		switch {
-		case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
-		case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
+		case opts.ResourceVersion == "":
+		case opts.ResourceVersion == "0":
+			// Any state will do: kube-apiserver serves it from its watch
+			// cache, whole (the limit is ignored).
+			so.Limit = 0
+		case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact,
+			opts.ResourceVersionMatch == "" && opts.Limit > 0:
+			// A page of a resourceVersion without a match is the legacy
+			// Exact, as kube-apiserver reads it.
 			n, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
 			if err != nil || n <= 0 {
 				return nil, metav1.ListMeta{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", opts.ResourceVersion))
