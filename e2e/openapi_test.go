@@ -144,3 +144,58 @@ func TestOpenAPIV2Protobuf(t *testing.T) {
 		t.Errorf("/openapi/v2 as text/plain: %d, want 406", r.Code)
 	}
 }
+
+// A custom resource's /openapi/v2 definition is built as kube-apiserver's
+// OpenAPI controller builds it: value validations kept (client-side
+// validation reads them), defaults pruned, a nullable object left open.
+func TestOpenAPIV2CustomResourceSchema(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: knobs.v2doc.example.com
+spec:
+  group: v2doc.example.com
+  scope: Namespaced
+  names: {plural: knobs, kind: Knob}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              label: {type: string, maxLength: 5, pattern: "^a", enum: [ab, ac]}
+              count: {type: integer, minimum: 1, default: 2}
+              extra: {type: object, nullable: true, properties: {x: {type: string}}}
+`))
+	r := k.do(t, "GET", "/openapi/v2", nil)
+	var doc struct {
+		Definitions map[string]struct {
+			Properties map[string]struct {
+				Properties map[string]map[string]any `json:"properties"`
+			} `json:"properties"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(r.Body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	spec := doc.Definitions["com.example.v2doc.v1.Knob"].Properties["spec"].Properties
+	if spec == nil {
+		t.Fatalf("no definition com.example.v2doc.v1.Knob with spec properties in /openapi/v2")
+	}
+	if l := spec["label"]; l["maxLength"] != float64(5) || l["pattern"] != "^a" || l["enum"] == nil {
+		t.Errorf("spec.label %v, want maxLength, pattern and enum kept", l)
+	}
+	if c := spec["count"]; c["minimum"] != float64(1) || c["default"] != nil {
+		t.Errorf("spec.count %v, want minimum kept and the default pruned", c)
+	}
+	if e := spec["extra"]; len(e) != 0 {
+		t.Errorf("spec.extra %v, want {} (a nullable object in OpenAPI v2)", e)
+	}
+}

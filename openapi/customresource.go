@@ -4,6 +4,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -14,9 +15,16 @@ func CustomResourceV3(crd *apiextensionsv1.CustomResourceDefinition, version str
 	return builder.BuildOpenAPIV3(crd, version, builder.Options{V2: false, IncludeSelectableFields: true})
 }
 
-// CustomResourceV2 is its OpenAPI v2 document.
+// CustomResourceV2 is its OpenAPI v2 document, as kube-apiserver's OpenAPI
+// controller builds it: with the value validations, and the defaults
+// pruned (the built-in definitions it merges with have none).
 func CustomResourceV2(crd *apiextensionsv1.CustomResourceDefinition, version string) (*spec.Swagger, error) {
-	return builder.BuildOpenAPIV2(crd, version, builder.Options{V2: true, StripValueValidation: true, StripNullable: true, IncludeSelectableFields: true})
+	s, err := builder.BuildOpenAPIV2(crd, version, builder.Options{V2: true, IncludeSelectableFields: true})
+	if err != nil {
+		return nil, err
+	}
+	s.Definitions = handler.PruneDefaults(s.Definitions)
+	return s, nil
 }
 
 // CustomResourceTypeConverter converts the custom resources of crd to and
