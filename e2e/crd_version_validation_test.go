@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -213,5 +214,70 @@ spec:
 	r = k.do(t, "PATCH", "/apis/pipeline.example.com/v1/dials/d?fieldManager=patcher", []byte(`{"status":{"ready":false}}`), "Content-Type: application/merge-patch+json")
 	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"status":{"ready":true}`) {
 		t.Errorf("merge patch of status through v1 (status subresource): %d %s, want status kept", r.Code, r.Body)
+	}
+}
+
+// The conditions kube-apiserver's other CRD controllers set: API approval
+// for the protected groups (*.k8s.io), and Established=False for a
+// conversion webhook whose caBundle cannot be used.
+func TestCustomResourceDefinitionConditions(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crdYAML := func(group, annotation, conversion string) string {
+		return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.` + group + `
+  annotations: {` + annotation + `}
+spec:
+  group: ` + group + `
+  scope: Cluster
+  names: {plural: things, kind: Thing}
+` + conversion + `
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+`
+	}
+	condition := func(name string, typ apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
+		var c *apiextensionsv1.CustomResourceDefinitionCondition
+		eventually(t, 10*time.Second, "condition "+string(typ)+" of "+name, func() (bool, error) {
+			crd, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c = crdCondition(crd, typ)
+			return c != nil, nil
+		})
+		return c
+	}
+	for _, c := range []struct{ group, annotation, status, reason, message string }{
+		{"approved.k8s.io", `api-approved.kubernetes.io: "https://github.com/kubernetes/kubernetes/pull/1"`, "True", "ApprovedAnnotation", "approved in https://github.com/kubernetes/kubernetes/pull/1"},
+		{"unapproved.k8s.io", `api-approved.kubernetes.io: "unapproved, experimental"`, "False", "UnapprovedAnnotation", `not approved: "unapproved, experimental"`},
+	} {
+		createCRD(t, k, crdFromYAML(t, crdYAML(c.group, c.annotation, "")))
+		got := condition("things."+c.group, apiextensionsv1.KubernetesAPIApprovalPolicyConformant)
+		if string(got.Status) != c.status || got.Reason != c.reason || got.Message != c.message {
+			t.Errorf("%s: KubernetesAPIApprovalPolicyConformant %s %s %q, want %s %s %q", c.group, got.Status, got.Reason, got.Message, c.status, c.reason, c.message)
+		}
+	}
+	if _, err := settledCRD(ctx, t, k, "things.approved.k8s.io"); err != nil { // Established
+		t.Fatal(err)
+	}
+
+	conversion := `  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig: {url: "https://127.0.0.1:1/convert", caBundle: bm90IGEgY2VydA==}`
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crdFromYAML(t, crdYAML("badca.example.com", "", conversion)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := condition("things.badca.example.com", apiextensionsv1.Established)
+	if got.Status != apiextensionsv1.ConditionFalse || got.Reason != "InvalidCABundle" || got.Message != "The conversion webhook CABundle is invalid" {
+		t.Errorf("Established of a CRD with an invalid caBundle: %s %s %q, want False InvalidCABundle", got.Status, got.Reason, got.Message)
+	}
+	if na := condition("things.badca.example.com", apiextensionsv1.NamesAccepted); na.Status != apiextensionsv1.ConditionTrue {
+		t.Errorf("NamesAccepted of a CRD with an invalid caBundle: %s %s, want True", na.Status, na.Reason)
 	}
 }

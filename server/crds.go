@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/kapi-dev/kapi/server/customresource"
@@ -218,7 +219,24 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		c.refused[name] = true
 	}
 	c.mu.Unlock()
-	if from := servedFromOf(updated); namesAccepted.Status == apiextensionsv1.ConditionTrue && !c.serves(name, from) {
+	if cond := apiApprovalCondition(updated); cond != nil {
+		apihelpers.SetCRDCondition(updated, *cond)
+	}
+	serve := namesAccepted.Status == apiextensionsv1.ConditionTrue
+	if conv := crd.Spec.Conversion; conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil &&
+		len(webhookutil.ValidateCABundle(field.NewPath(""), conv.Webhook.ClientConfig.CABundle)) > 0 {
+		// A conversion webhook kapi cannot verify: not served, and not
+		// Established, as kube-apiserver's establishing controller says.
+		c.unserve(name)
+		if serve && !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
+			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{
+				Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse,
+				Reason: "InvalidCABundle", Message: "The conversion webhook CABundle is invalid",
+			})
+		}
+		serve = false
+	}
+	if from := servedFromOf(updated); serve && !c.serves(name, from) {
 		served, err := customresource.New(updated, c.converters)
 		if err != nil {
 			return fmt.Errorf("building the resource of %s: %w", name, err)
@@ -233,7 +251,7 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 			}
 		}
 	}
-	if namesAccepted.Status == apiextensionsv1.ConditionTrue {
+	if serve {
 		// The endpoint is served: now the CRD is Established.
 		if !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
 			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -250,6 +268,32 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		return nil
 	}
 	return c.writeStatus(ctx, res, updated)
+}
+
+// apiApprovalCondition is the KubernetesAPIApprovalPolicyConformant
+// condition kube-apiserver's API approval controller sets on a CRD of a
+// protected group (*.k8s.io, *.kubernetes.io), from its
+// api-approved.kubernetes.io annotation; nil for other groups.
+func apiApprovalCondition(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionCondition {
+	if !apihelpers.IsProtectedCommunityGroup(crd.Spec.Group) {
+		return nil
+	}
+	cond := &apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.KubernetesAPIApprovalPolicyConformant, Status: apiextensionsv1.ConditionFalse}
+	state, message := apihelpers.GetAPIApprovalState(crd.Annotations)
+	cond.Message = message
+	switch state {
+	case apihelpers.APIApprovalInvalid:
+		cond.Reason = "InvalidAnnotation"
+	case apihelpers.APIApprovalMissing:
+		cond.Reason = "MissingAnnotation"
+	case apihelpers.APIApproved:
+		cond.Status, cond.Reason = apiextensionsv1.ConditionTrue, "ApprovedAnnotation"
+	case apihelpers.APIApprovalBypassed:
+		cond.Reason = "UnapprovedAnnotation"
+	default:
+		cond.Status, cond.Reason = apiextensionsv1.ConditionUnknown, "UnknownAnnotation"
+	}
+	return cond
 }
 
 // writeStatus stores the CRD's new status as kube-apiserver's controllers
