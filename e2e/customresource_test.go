@@ -619,6 +619,12 @@ func TestCustomResourceDefinitionTerminating(t *testing.T) {
 		return r.Code != http.StatusCreated, fmt.Errorf("POST: %d", r.Code)
 	})
 	expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "create not allowed while custom resource definition is terminating")
+	// Only the create verb is refused: a server-side apply still creates,
+	// as under kube-apiserver (and the finalizer deletes it).
+	r = k.do(t, "PATCH", "/apis/stable.example.com/v1/namespaces/default/crontabs/applied-late?fieldManager=late", mustJSON(t, cronTab("applied-late").Object), "Content-Type: application/apply-patch+yaml")
+	if r.Code != http.StatusCreated {
+		t.Errorf("server-side apply creating a CronTab while the CRD terminates: %d %s, want 201", r.Code, r.Body)
+	}
 	// Releasing the object lets the CRD go.
 	held.SetFinalizers(nil)
 	if _, err := crs.Update(ctx, held, metav1.UpdateOptions{}); err != nil {

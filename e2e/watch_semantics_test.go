@@ -421,6 +421,14 @@ func TestWatchBookmarkForms(t *testing.T) {
 	r := k.do(t, "GET", watchList, nil, "Accept: application/json;as=Table;g=meta.k8s.io;v=v1")
 	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
 
+	// A watch of one object takes no field selector but its name's.
+	r = k.do(t, "GET", "/api/v1/watch/namespaces/default?fieldSelector=metadata.name%3Dkube-system", nil)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "fieldSelector metadata.name doesn't match requested name")
+	r = k.do(t, "GET", "/api/v1/watch/namespaces/default?fieldSelector=metadata.name%3Ddefault&timeoutSeconds=1", nil)
+	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"name":"default"`) {
+		t.Errorf("watch of namespace default selecting its own name: %d %s", r.Code, r.Body)
+	}
+
 	// A watch from "0" that allows bookmarks is a watch-list too.
 	r = k.do(t, "GET", "/api/v1/namespaces?watch=1&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=1", nil)
 	if !strings.Contains(string(r.Body), metav1.InitialEventsAnnotationKey) {

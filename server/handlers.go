@@ -448,7 +448,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 // (empty when the caller, server-side apply, has recorded it).
 func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, dryRun bool, manager string) (*unstructured.Unstructured, error) {
 	res := req.res
-	if res.Terminating {
+	if res.Terminating && !req.isPatch {
+		// kube-apiserver refuses the create verb only: a server-side
+		// apply (patch) still creates.
 		e := apierrors.NewMethodNotSupported(res.GroupResource(), "create")
 		e.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
 		return nil, e

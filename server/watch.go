@@ -69,11 +69,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 	if req.name != "" {
-		byName := fields.OneTermEqualSelector("metadata.name", req.name)
+		// A watch of one object takes no field selector but its name's, as
+		// kube-apiserver's.
 		if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
-			opts.FieldSelector = byName
-		} else {
-			opts.FieldSelector = fields.AndSelectors(opts.FieldSelector, byName)
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", req.name)
+		} else if selected, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); !ok || selected != req.name {
+			writeError(w, r, apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name"))
+			return
 		}
 	}
 	sel, err := newSelection(req.res, req.version, opts)
