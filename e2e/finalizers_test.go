@@ -408,6 +408,11 @@ func TestNamespaceFinalizeKeepsMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The create is compared with a new Namespace, whose empty spec is
+	// nobody's, as kube-apiserver compares it.
+	if len(ns.ManagedFields) != 1 || strings.Contains(string(ns.ManagedFields[0].FieldsV1.Raw), "f:spec") {
+		t.Errorf("managedFields after create %s, want one entry without f:spec", fmtJSON(ns.ManagedFields))
+	}
 	ns.Labels["via"] = "finalize"
 	ns.Spec.Finalizers = append(ns.Spec.Finalizers, "example.com/x")
 	ns.Status.Phase = corev1.NamespaceTerminating

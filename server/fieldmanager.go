@@ -168,7 +168,15 @@ func (s *Server) trackUpdate(req *resourceRequest, live, obj *unstructured.Unstr
 		return obj
 	}
 	if live == nil {
+		// A create compares with a new object of the kind, as kube's
+		// handler does: a built-in kind's zero value (its empty spec and
+		// status are then not the creator's).
 		live = &unstructured.Unstructured{}
+		if req.res.GoType != nil {
+			if zero, err := runtime.DefaultUnstructuredConverter.ToUnstructured(req.res.GoType(req.version)); err == nil {
+				live.Object = zero
+			}
+		}
 		live.SetGroupVersionKind(obj.GroupVersionKind())
 	}
 	out, ok := fm.UpdateNoErrors(live, obj, manager).(*unstructured.Unstructured)
