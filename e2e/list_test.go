@@ -86,6 +86,13 @@ func TestListSelectors(t *testing.T) {
 	if err != nil || len(nl.Items) != 1 || nl.Items[0].Name != "default" {
 		t.Errorf("namespaces by status.phase: %v %v", err, nl)
 	}
+	// An unsupported field, worded as kube-apiserver words it per kind:
+	// namespaces convert their field labels themselves, the others by the
+	// scheme's default.
+	r := k.do(t, "GET", "/api/v1/namespaces?fieldSelector=metadata.namespace%3Dx", nil)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "field label not supported: metadata.namespace")
+	r = k.do(t, "GET", collectionPath(gvrDevClasses)+"?fieldSelector=spec.x%3Dy", nil)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"`)
 }
 
 // A paginated list is one consistent snapshot: every page is served at the

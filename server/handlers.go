@@ -162,8 +162,7 @@ func newSelection(res *registry.Resource, version string, opts *metainternalvers
 	// Every field a selector names must be one the kind supports.
 	probe := sel.fieldSet(&unstructured.Unstructured{Object: map[string]interface{}{}})
 	for _, req := range sel.fields.Requirements() {
-		if _, ok := probe[req.Field]; !ok && res.Custom {
-			// What kube-apiserver's custom resource converter answers.
+		if _, ok := probe[req.Field]; !ok && res.OwnFieldLabelErrors {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 		if _, ok := probe[req.Field]; !ok {

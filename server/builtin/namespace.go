@@ -105,9 +105,10 @@ func namespaceResource() *registry.Resource {
 		Status:         true,
 		// kube-apiserver serves namespaces/finalize, and no
 		// deletecollection for namespaces.
-		Finalize:           true,
-		NoDeleteCollection: true,
-		Strategy:           s,
+		Finalize:            true,
+		NoDeleteCollection:  true,
+		OwnFieldLabelErrors: true,
+		Strategy:            s,
 		Table: registry.TableConvertor{
 			Columns: []metav1.TableColumnDefinition{
 				nameColumn(),

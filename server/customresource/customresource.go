@@ -111,6 +111,8 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		Categories: crd.Status.AcceptedNames.Categories,
 		Strategy:   s,
 		Custom:     true,
+		// kube's custom resource converter words an unknown field so.
+		OwnFieldLabelErrors: true,
 		// Custom resources take no strategic merge patch (no GoType: 415).
 		VersionTables:       map[string]registry.TableConvertor{},
 		DeprecationWarnings: map[string]string{},

@@ -172,6 +172,11 @@ type Resource struct {
 	// FieldLabels returns the fields a fieldSelector through version may
 	// use beyond metadata.name and metadata.namespace (nil for none).
 	FieldLabels func(version string, obj *unstructured.Unstructured) fields.Set
+	// OwnFieldLabelErrors is true for kinds kube-apiserver converts field
+	// labels for with a function of their own (namespaces, custom
+	// resources): a field they do not support is "field label not
+	// supported: <field>", not the scheme's default message.
+	OwnFieldLabelErrors bool
 }
 
 // StatusIn tells whether version serves the /status subresource.
