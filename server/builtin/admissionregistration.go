@@ -21,7 +21,7 @@ func admissionGroupVersion(version string) string { return admissionGroup + "/" 
 var apiExtensionsCategory = []string{"api-extensions"}
 
 func webhooksColumn() metav1.TableColumnDefinition {
-	return metav1.TableColumnDefinition{Name: "Webhooks", Type: "integer", Description: "Webhooks is a list of webhooks and the affected resources and operations."}
+	return metav1.TableColumnDefinition{Name: "Webhooks", Type: "integer", Description: "Webhooks indicates the number of webhooks registered in this configuration"}
 }
 
 func countCell(u *unstructured.Unstructured, fields ...string) int64 {
@@ -134,7 +134,7 @@ func validatingAdmissionPolicyResource() *registry.Resource {
 		Table: registry.TableConvertor{
 			Columns: []metav1.TableColumnDefinition{
 				nameColumn(),
-				{Name: "Validations", Type: "integer", Description: "Validations is a list of validations to be performed on the object."},
+				{Name: "Validations", Type: "integer", Description: "Validations indicates the number of validation rules defined in this configuration"},
 				{Name: "ParamKind", Type: "string", Description: "ParamKind specifies the kind of resources used to parameterize this policy"},
 				ageColumn(),
 			},
@@ -172,8 +172,8 @@ func validatingAdmissionPolicyBindingResource() *registry.Resource {
 		Table: registry.TableConvertor{
 			Columns: []metav1.TableColumnDefinition{
 				nameColumn(),
-				{Name: "PolicyName", Type: "string", Description: "PolicyName references a ValidatingAdmissionPolicy name which the ValidatingAdmissionPolicyBinding binds to."},
-				{Name: "ParamRef", Type: "string", Description: "ParamRef specifies the parameter resource used to configure the admission control policy."},
+				{Name: "PolicyName", Type: "string", Description: "PolicyName indicates the policy definition which the policy binding binded to"},
+				{Name: "ParamRef", Type: "string", Description: "ParamRef indicates the param resource which sets the configration param"},
 				ageColumn(),
 			},
 			Cells: func(u *unstructured.Unstructured) []interface{} {
@@ -184,8 +184,8 @@ func validatingAdmissionPolicyBindingResource() *registry.Resource {
 	}
 }
 
-// paramRefCell prints a binding's paramRef: its [namespace/]name, or its
-// selector.
+// paramRefCell prints a binding's paramRef as kube's printer does: its
+// [namespace/]name, or its selector.
 func paramRefCell(u *unstructured.Unstructured) string {
 	b := mustTyped[admissionregistrationv1.ValidatingAdmissionPolicyBinding](u)
 	ref := b.Spec.ParamRef
@@ -198,7 +198,8 @@ func paramRefCell(u *unstructured.Unstructured) string {
 		// No namespace: the request's namespace, printed as "*".
 		return "*/" + ref.Name
 	case ref.Selector != nil:
-		return metav1.FormatLabelSelector(ref.Selector)
+		// kube's printer prints the selector's Go form.
+		return ref.Selector.String()
 	}
 	return "<unset>"
 }

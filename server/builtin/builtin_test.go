@@ -159,3 +159,21 @@ func TestNamespaceHoldsDeletionUntilSpecFinalizersGo(t *testing.T) {
 		t.Error("a CRD is held beyond its metadata.finalizers")
 	}
 }
+
+// A binding's ParamRef cell is what kube-apiserver's printer prints: a
+// [namespace/]name ("*/" when the namespace is left to the request), or
+// the selector's Go form.
+func TestBindingParamRefCell(t *testing.T) {
+	r := resource(t, "validatingadmissionpolicybindings")
+	for paramRef, want := range map[string]string{
+		``: "<unset>",
+		`"paramRef":{"name":"p","namespace":"n"},`:           "n/p",
+		`"paramRef":{"name":"p"},`:                           "*/p",
+		`"paramRef":{"selector":{"matchLabels":{"a":"b"}}},`: "&LabelSelector{MatchLabels:map[string]string{a: b,},MatchExpressions:[]LabelSelectorRequirement{},}",
+	} {
+		obj, _ := decode(t, r, "v1", `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"b"},"spec":{`+paramRef+`"policyName":"x"}}`)
+		if got := r.Table.Cells(obj)[2]; got != want {
+			t.Errorf("paramRef %s: cell %q, want %q", paramRef, got, want)
+		}
+	}
+}
