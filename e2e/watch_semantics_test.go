@@ -421,6 +421,18 @@ func TestWatchBookmarkForms(t *testing.T) {
 	r := k.do(t, "GET", watchList, nil, "Accept: application/json;as=Table;g=meta.k8s.io;v=v1")
 	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
 
+	// A bookmark comes 2s before the watch's deadline, whatever the
+	// interval, as kube-apiserver's watch cache sends it.
+	k2 := startMemKapi(t) // bookmarks every minute
+	list2, err := k2.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = k2.do(t, "GET", "/api/v1/namespaces?watch=1&resourceVersion="+list2.ResourceVersion+"&allowWatchBookmarks=true&timeoutSeconds=3", nil)
+	if !strings.Contains(string(r.Body), `"type":"BOOKMARK"`) {
+		t.Errorf("a 3s watch allowing bookmarks: %q, want a bookmark before it ends", r.Body)
+	}
+
 	// A watch of one object takes no field selector but its name's.
 	r = k.do(t, "GET", "/api/v1/watch/namespaces/default?fieldSelector=metadata.name%3Dkube-system", nil)
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "fieldSelector metadata.name doesn't match requested name")

@@ -155,12 +155,25 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	// A CRD's change or deletion ends the watches of its resource, as
 	// kube-apiserver's: clients watch again, through what is served now.
 	retired := s.reg.Retired(req.res)
-	var bookmarks <-chan time.Time
-	if opts.AllowWatchBookmarks {
-		t := time.NewTicker(s.opts.BookmarkInterval)
-		defer t.Stop()
-		bookmarks = t.C
+	// Bookmarks come every BookmarkInterval and 2s before the watch's
+	// deadline, so the client resumes from there, as kube-apiserver's
+	// watch cache schedules them.
+	deadline := time.Now().Add(timeout)
+	nextBookmark := func() <-chan time.Time {
+		if !opts.AllowWatchBookmarks {
+			return nil
+		}
+		now := time.Now()
+		at := now.Add(s.opts.BookmarkInterval)
+		if beforeEnd := deadline.Add(-2 * time.Second); beforeEnd.Before(at) {
+			at = beforeEnd
+		}
+		if at.Before(now) {
+			return nil
+		}
+		return time.After(at.Sub(now))
 	}
+	bookmarks := nextBookmark()
 	for {
 		select {
 		case <-ctx.Done():
@@ -177,6 +190,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 			if !ww.bookmark(s.store.CurrentRev(), false) {
 				return
 			}
+			bookmarks = nextBookmark()
 		case ev := <-events:
 			if ev.ev.Object.Rev <= last {
 				continue
