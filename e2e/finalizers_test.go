@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 const holdFinalizer = "example.com/hold"
@@ -77,10 +79,31 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 		t.Errorf("after a second DELETE: err=%v deletionTimestamp %v generation %d, want unchanged %v %d", err, again.DeletionTimestamp, again.Generation, got.DeletionTimestamp, got.Generation)
 	}
 
-	// Removing the finalizer completes the deletion.
+	// Removing the finalizer completes the deletion. As under
+	// kube-apiserver, the answer and the DELETED event carry the object as
+	// it was stored (its finalizer still listed) at the deletion's
+	// resourceVersion.
+	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: again.ResourceVersion, FieldSelector: "metadata.name=held"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	again.Finalizers = nil
-	if _, err := c.Update(ctx, again, metav1.UpdateOptions{}); err != nil {
+	last, err := c.Update(ctx, again, metav1.UpdateOptions{})
+	if err != nil {
 		t.Fatalf("removing the finalizer: %v", err)
+	}
+	if len(last.Finalizers) != 1 || rvInt(t, last.ResourceVersion) <= rvInt(t, again.ResourceVersion) {
+		t.Errorf("the update that removed the last finalizer answered finalizers %v at %s, want the stored %v at a newer resourceVersion than %s", last.Finalizers, last.ResourceVersion, again.Finalizers, again.ResourceVersion)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		deleted, _ := ev.Object.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+		if ev.Type != watch.Deleted || deleted == nil || len(deleted.Finalizers) != 1 || deleted.ResourceVersion != last.ResourceVersion {
+			t.Errorf("watch event %s %v, want DELETED with the stored finalizer at %s", ev.Type, ev.Object, last.ResourceVersion)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no DELETED event")
 	}
 	if _, err := c.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after the last finalizer went: %v, want NotFound", err)
