@@ -86,10 +86,23 @@ func TestListSelectors(t *testing.T) {
 	if err != nil || len(nl.Items) != 1 || nl.Items[0].Name != "default" {
 		t.Errorf("namespaces by status.phase: %v %v", err, nl)
 	}
+	// Malformed resourceVersions and continue tokens, answered in
+	// kube-apiserver's storage's words: a list's 400, a watch's 500 before
+	// its stream (its watch cache's error is no Status).
+	const badRV = `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`
+	r := k.do(t, "GET", "/api/v1/namespaces?resourceVersion=abc&limit=1", nil)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid resource version: "+badRV)
+	r = k.do(t, "GET", "/api/v1/namespaces?watch=1&resourceVersion=abc", nil)
+	if st := r.Status(t); r.Code != http.StatusInternalServerError || st.Reason != "" || st.Message != badRV {
+		t.Errorf("watch from resourceVersion abc: %d %s, want 500 %q", r.Code, r.Body, badRV)
+	}
+	r = k.do(t, "GET", "/api/v1/namespaces?limit=1&continue=%25%25%25&resourceVersion=5", nil)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid continue token: continue key is not valid: illegal base64 data at input byte 0")
+
 	// An unsupported field, worded as kube-apiserver words it per kind:
 	// namespaces convert their field labels themselves, the others by the
 	// scheme's default.
-	r := k.do(t, "GET", "/api/v1/namespaces?fieldSelector=metadata.namespace%3Dx", nil)
+	r = k.do(t, "GET", "/api/v1/namespaces?fieldSelector=metadata.namespace%3Dx", nil)
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "field label not supported: metadata.namespace")
 	r = k.do(t, "GET", collectionPath(gvrDevClasses)+"?fieldSelector=spec.x%3Dy", nil)
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"`)

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/audit"
+	apistorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -77,12 +78,12 @@ func (s *Server) getObject(ctx context.Context, res *registry.Resource, namespac
 // waitForRV waits until the store has reached the resourceVersion rv
 // ("" and "0" need nothing); kube-apiserver answers 504 after a while.
 func (s *Server) waitForRV(ctx context.Context, rv string) error {
-	if rv == "" || rv == "0" {
-		return nil
+	n, err := parseResourceVersion(rv)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 	}
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", rv))
+	if n == 0 {
+		return nil
 	}
 	deadline := time.Now().Add(tooLargeRVWait)
 	for s.store.CurrentRev() < n {
@@ -96,6 +97,13 @@ func (s *Server) waitForRV(ctx context.Context, rv string) error {
 		}
 	}
 	return nil
+}
+
+// parseResourceVersion reads a resourceVersion parameter as
+// kube-apiserver's storage reads it ("" and "0" are 0), with its error.
+func parseResourceVersion(rv string) (int64, error) {
+	n, err := apistorage.APIObjectVersioner{}.ParseResourceVersion(rv)
+	return int64(n), err
 }
 
 // continueToken is the opaque continue value of a paginated list.
@@ -114,14 +122,16 @@ func encodeContinue(t continueToken) string {
 	return base64.RawURLEncoding.EncodeToString(data)
 }
 
+// decodeContinue reads a continue token; one kube-apiserver's storage
+// would refuse is refused with its words.
 func decodeContinue(s string) (continueToken, error) {
 	var t continueToken
-	data, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return t, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err))
+	if _, _, err := apistorage.DecodeContinue(s, "/"); err != nil {
+		return t, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
-	if err := json.Unmarshal(data, &t); err != nil || t.APIVersion != "meta.k8s.io/v1" || t.Name == "" {
-		return t, apierrors.NewBadRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	data, _ := base64.RawURLEncoding.DecodeString(s)
+	if err := json.Unmarshal(data, &t); err != nil {
+		return t, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
 	return t, nil
 }
@@ -267,12 +277,12 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 	}
 	so := storage.ListOptions{Namespace: namespace, Limit: opts.Limit}
 	if opts.Continue != "" {
-		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return nil, metav1.ListMeta{}, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
-		}
 		tok, err := decodeContinue(opts.Continue)
 		if err != nil {
 			return nil, metav1.ListMeta{}, err
+		}
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return nil, metav1.ListMeta{}, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
 		if tok.Rev > 0 {
 			so.Rev = tok.Rev
@@ -289,9 +299,9 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 			opts.ResourceVersionMatch == "" && opts.Limit > 0:
 			// A page of a resourceVersion without a match is the legacy
 			// Exact, as kube-apiserver reads it.
-			n, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
-			if err != nil || n <= 0 {
-				return nil, metav1.ListMeta{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", opts.ResourceVersion))
+			n, err := parseResourceVersion(opts.ResourceVersion)
+			if err != nil {
+				return nil, metav1.ListMeta{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 			}
 			if err := s.waitForRV(ctx, opts.ResourceVersion); err != nil {
 				return nil, metav1.ListMeta{}, err

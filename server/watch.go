@@ -62,6 +62,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, err)
 		return
 	}
+	if _, err := parseResourceVersion(opts.ResourceVersion); err != nil {
+		// kube-apiserver's watch cache refuses it before the stream
+		// starts, and the error is no Status: a 500 with its message.
+		writeError(w, r, err)
+		return
+	}
 	if out.as == "Table" && opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks {
 		// A watch-list streams a list's items, which a Table cannot
 		// carry: kube-apiserver refuses it.
@@ -240,9 +246,9 @@ func (s *Server) watchStart(ctx context.Context, ww *watchWriter, opts *metainte
 		}
 		return rev, nil
 	}
-	from, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || from < 0 {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", rv))
+	from, err := parseResourceVersion(rv)
+	if err != nil {
+		return 0, err // checked before the stream started
 	}
 	// Replay the changelog up to where the subscription took over.
 	for from < subRev {
