@@ -433,6 +433,13 @@ func TestWatchBookmarkForms(t *testing.T) {
 		t.Errorf("a 3s watch allowing bookmarks: %q, want a bookmark before it ends", r.Body)
 	}
 
+	// A watch-list not older than a resourceVersion the store has not
+	// reached waits for it, then ends with kube's 504 ERROR event.
+	r = k2.do(t, "GET", "/api/v1/namespaces?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=99999", nil)
+	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"type":"ERROR"`) || !strings.Contains(string(r.Body), "Too large resource version: 99999") || strings.Contains(string(r.Body), `"type":"ADDED"`) {
+		t.Errorf("watch-list not older than resourceVersion 99999: %d %s, want only a Too large resource version ERROR event", r.Code, r.Body)
+	}
+
 	// A watch of one object takes no field selector but its name's.
 	r = k.do(t, "GET", "/api/v1/watch/namespaces/default?fieldSelector=metadata.name%3Dkube-system", nil)
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "fieldSelector metadata.name doesn't match requested name")

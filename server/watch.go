@@ -227,6 +227,12 @@ func (s *Server) watchStart(ctx context.Context, ww *watchWriter, opts *metainte
 		}
 	}
 	if initial {
+		// The initial state is not older than the resourceVersion asked
+		// for: wait for it, as kube-apiserver's watch cache waits (then a
+		// 504 ERROR event).
+		if err := s.waitForRV(ctx, rv); err != nil {
+			return 0, err
+		}
 		items, lm, err := s.listObjects(ctx, ww.req.res, ww.req.version, ww.req.namespace, &metainternalversion.ListOptions{
 			LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
 		})
