@@ -130,10 +130,14 @@ func TestErrorsAsStatus(t *testing.T) {
 	})
 
 	t.Run("method not allowed", func(t *testing.T) {
+		// kube-apiserver's go-restful answer for a built-in path.
+		const msg = "the server does not allow this method on the requested resource"
 		r := k.do(t, "POST", vwcs+"/existing", vwcJSON("existing", ""))
-		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed)
+		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, msg)
 		r = k.do(t, "PUT", vwcs, vwcJSON("existing", ""))
-		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed)
+		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, msg)
+		r = k.do(t, "DELETE", "/api/v1/namespaces", nil)
+		expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, msg)
 	})
 
 	t.Run("name differs from URL", func(t *testing.T) {

@@ -291,8 +291,10 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 	return req, nil
 }
 
+// methodNotAllowed is kube-apiserver's answer to a method a built-in path
+// has no route for (its go-restful container's).
 func methodNotAllowed(r *http.Request) error {
-	return apierrors.NewMethodNotSupported(schema.GroupResource{}, r.Method)
+	return apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
 }
 
 // serveResource dispatches a resource request to its verb.
@@ -319,7 +321,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		}()
 	}
 	if req.subresource == "finalize" && r.Method != http.MethodPut {
-		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: req.res.Plural + "/finalize"}, verbOf(r.Method)))
+		writeError(w, r, methodNotAllowed(r))
 		return
 	}
 	if req.res.Namespaced && req.namespace == "" && (r.Method != http.MethodGet || req.name != "") {
@@ -355,8 +357,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		// kube-apiserver's custom resource handler takes the update and
 		// finds no name to update.
 		writeError(w, r, apierrors.NewBadRequest("name must be provided"))
-	default:
+	case req.res.Custom:
+		// kube-apiserver's custom resource handler names the verb.
 		writeError(w, r, apierrors.NewMethodNotSupported(req.res.GroupResource(), verbOf(r.Method)))
+	default:
+		writeError(w, r, methodNotAllowed(r))
 	}
 }
 
