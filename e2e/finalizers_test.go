@@ -173,13 +173,15 @@ func TestDeletePreconditions(t *testing.T) {
 	}
 	wrongUID := types.UID("6a1c4f8e-0000-4000-8000-000000000000")
 	err = c.Delete(ctx, "precond", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}})
-	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Precondition failed: UID in precondition: "+string(wrongUID)) {
-		t.Errorf("delete with a wrong uid: %v, want Conflict", err)
+	// kube-apiserver's BeforeDelete words them under the kind.
+	want := `Operation cannot be fulfilled on MutatingWebhookConfiguration.admissionregistration.k8s.io "precond": the UID in the precondition (` + string(wrongUID) + `) does not match the UID in record (` + string(created.UID) + `). The object might have been deleted and then recreated`
+	if !apierrors.IsConflict(err) || err.Error() != want {
+		t.Errorf("delete with a wrong uid: %v, want Conflict %q", err, want)
 	}
 	staleRV := "1"
 	err = c.Delete(ctx, "precond", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &staleRV}})
-	if !apierrors.IsConflict(err) {
-		t.Errorf("delete with a wrong resourceVersion: %v, want Conflict", err)
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the ResourceVersion in the precondition (1) does not match the ResourceVersion in record ("+created.ResourceVersion+"). The object might have been modified") {
+		t.Errorf("delete with a wrong resourceVersion: %v, want kube's Conflict", err)
 	}
 	if _, err := c.Get(ctx, "precond", metav1.GetOptions{}); err != nil {
 		t.Fatalf("object gone after failed preconditions: %v", err)

@@ -944,14 +944,29 @@ func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *metav1.DeleteOptions) (*unstructured.Unstructured, bool, error) {
 	res, namespace, name := req.res, req.namespace, req.name
 	dryRun := len(opts.DryRun) > 0
-	if opts.Kind == "" {
-		opts.TypeMeta = metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "meta.k8s.io/v1"}
+	// As kube-apiserver hands them to admission: meta.k8s.io/v1, and a
+	// negative grace period read as 1s.
+	opts.TypeMeta = metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "meta.k8s.io/v1"}
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		one := int64(1)
+		opts.GracePeriodSeconds = &one
 	}
 
 	for attempt := 0; ; attempt++ {
 		obj, rev, err := s.getObject(ctx, res, namespace, name)
 		if err != nil {
 			return nil, false, err
+		}
+		// The preconditions fail early, before admission, as in
+		// kube-apiserver's BeforeDelete (and in its words).
+		if p := opts.Preconditions; p != nil {
+			gr := schema.GroupResource{Group: res.Group, Resource: res.Kind}
+			if p.UID != nil && *p.UID != obj.GetUID() {
+				return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, obj.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != obj.GetResourceVersion() {
+				return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, obj.GetResourceVersion()))
+			}
 		}
 		current := obj.DeepCopy()
 		// Admission sees the object being deleted, as kube-apiserver's
@@ -964,14 +979,6 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 			}
 			if err := s.validateAdmission(ctx, attr); err != nil {
 				return nil, false, err
-			}
-		}
-		if p := opts.Preconditions; p != nil {
-			if p.UID != nil && *p.UID != obj.GetUID() {
-				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, obj.GetUID()))
-			}
-			if p.ResourceVersion != nil && *p.ResourceVersion != obj.GetResourceVersion() {
-				return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, obj.GetResourceVersion()))
 			}
 		}
 		// Finalizers the propagation policy asks for.
