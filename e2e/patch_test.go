@@ -1255,3 +1255,34 @@ func TestStatusSubresourcePatch(t *testing.T) {
 		expectOwns(t, mustManaged(t, got.ManagedFields, "spec-writer", metav1.ManagedFieldsOperationUpdate, ""), true, "f:spec", "f:names", "f:shortNames")
 	})
 }
+
+// A server-side apply body is read as kube-apiserver reads it: as YAML,
+// its duplicate keys a 400 under fieldValidation=Strict (what kubectl apply
+// --server-side sends) and a warning each otherwise; the configuration of
+// a create must name the object, and cannot carry a uid.
+func TestApplyBodyDecoding(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	path := collectionPath(gvrDevClasses)
+	applyCT := "Content-Type: " + string(types.ApplyYAMLPatchType)
+	const dup = "apiVersion: resource.k8s.io/v1beta2\nkind: DeviceClass\nmetadata:\n  name: dup.example.com\n  labels:\n    a: \"1\"\n    a: \"2\"\n"
+	r := k.do(t, "PATCH", path+"/dup.example.com?fieldManager=t&fieldValidation=Strict", []byte(dup), applyCT)
+	st := expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "error strict decoding YAML: ", `line 7: key "a" already set in map`)
+	if !strings.HasPrefix(st.Message, "error strict decoding YAML: ") {
+		t.Errorf("strict duplicate keys: message %q", st.Message)
+	}
+	r = k.do(t, "PATCH", path+"/dup.example.com?fieldManager=t", []byte(dup), applyCT)
+	if r.Code != http.StatusCreated || !strings.Contains(r.Header.Get("Warning"), `line 7: key \"a\" already set in map`) {
+		t.Errorf("duplicate keys under Warn: %d, Warning %q, want 201 and the duplicate warned", r.Code, r.Header.Get("Warning"))
+	}
+	r = k.do(t, "PATCH", path+"/bad.example.com?fieldManager=t", []byte("metadata: {name: x\n"), applyCT)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "error decoding YAML: error converting YAML to JSON: yaml: line ")
+	r = k.do(t, "PATCH", path+"/empty.example.com?fieldManager=t", []byte(""), applyCT)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid object type: /, Kind=")
+	noName := "apiVersion: resource.k8s.io/v1beta2\nkind: DeviceClass\nspec: {}\n"
+	r = k.do(t, "PATCH", path+"/noname.example.com?fieldManager=t", []byte(noName), applyCT)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the name of the object (noname.example.com based on URL) was undeterminable: name must be provided")
+	withUID := "apiVersion: resource.k8s.io/v1beta2\nkind: DeviceClass\nmetadata: {name: uid.example.com, uid: abc}\n"
+	r = k.do(t, "PATCH", path+"/uid.example.com?fieldManager=t", []byte(withUID), applyCT)
+	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, `Operation cannot be fulfilled on deviceclasses.resource.k8s.io "uid.example.com": uid mismatch: the provided object specified uid abc, and no existing object was found`)
+}

@@ -27,7 +27,8 @@ import (
 )
 
 // readBody reads a request body up to kube-apiserver's limit and returns it
-// as JSON, converting YAML. allowed lists the accepted media types.
+// as JSON, converting YAML (a server-side apply configuration is returned
+// as sent: see decodeApplyConfig). allowed lists the accepted media types.
 func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	ct := r.Header.Get("Content-Type")
 	mt := "application/json"
@@ -62,7 +63,7 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 			return nil, "", apierrors.NewInternalError(err)
 		}
 	}
-	if mt == "application/yaml" || mt == "application/apply-patch+yaml" {
+	if mt == "application/yaml" {
 		js, err := yaml.YAMLToJSON(data)
 		if err != nil {
 			return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))

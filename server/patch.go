@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
@@ -202,11 +204,19 @@ func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *reso
 	if err != nil {
 		return nil, err
 	}
-	if obj.GetName() != req.name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name))
+	// As kube-apiserver checks a patched object: a uid where no object
+	// exists (apply's create), the namespace, the name.
+	if live != nil && live.GetUID() == "" && obj.GetUID() != "" {
+		return nil, apierrors.NewConflict(req.res.GroupResource(), req.name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", obj.GetUID()))
 	}
 	if err := checkNamespace(req, obj); err != nil {
 		return nil, err
+	}
+	if obj.GetName() == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", req.name))
+	}
+	if obj.GetName() != req.name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name))
 	}
 	if live != nil && obj.GetUID() != live.GetUID() {
 		// A patch carries no uid precondition: changing the uid is an
@@ -222,9 +232,9 @@ func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *reso
 // a 409 conflict unless force is set. An apply to a missing object creates
 // it.
 func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, opts metav1.PatchOptions, dryRun bool) {
-	applied := &unstructured.Unstructured{}
-	if err := utiljson.Unmarshal(body, &applied.Object); err != nil || applied.Object == nil {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err)))
+	applied, err := decodeApplyConfig(body)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	force := opts.Force != nil && *opts.Force
@@ -246,6 +256,9 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if !ok {
 			return nil, apierrors.NewInternalError(fmt.Errorf("apply returned %T", out))
 		}
+		if err := checkApplyStrict(w, body, opts.FieldValidation); err != nil {
+			return nil, err
+		}
 		data, err := unstructuredjson.Marshal(merged.Object)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
@@ -255,11 +268,10 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 
 	updated, err := s.updateObject(r.Context(), req, dryRun, true, merge)
 	if apierrors.IsNotFound(err) && req.subresource == "" {
-		// Create on apply.
+		// Create on apply, from a new object of the kind, as
+		// kube-apiserver: the configuration must name the object.
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(schema.GroupVersionKind{Group: req.res.Group, Version: req.version, Kind: req.res.Kind})
-		live.SetName(req.name)
-		live.SetNamespace(req.namespace)
 		obj, err := merge(live)
 		if err == nil {
 			req.options = &metav1.CreateOptions{
@@ -280,4 +292,56 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 	s.respondObject(w, r, req, http.StatusOK, updated)
+}
+
+// decodeApplyConfig reads a server-side apply configuration as
+// kube-apiserver does: as YAML (JSON being YAML), its errors worded as
+// sigs.k8s.io/yaml words them. An empty or null one is an object of no
+// kind, which the field manager refuses.
+func decodeApplyConfig(body []byte) (*unstructured.Unstructured, error) {
+	var config map[string]interface{}
+	if err := yaml.Unmarshal(body, &config); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	applied := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	if config == nil {
+		return applied, nil
+	}
+	// Decoded again from its JSON, for integers as int64 (as every other
+	// body is decoded).
+	js, err := yaml.YAMLToJSON(body)
+	if err == nil {
+		err = utiljson.Unmarshal(js, &applied.Object)
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	return applied, nil
+}
+
+// checkApplyStrict reads an applied configuration strictly, as
+// kube-apiserver does once it has applied it: its duplicate keys are a 400
+// under fieldValidation=Strict, a warning each under Warn (the default).
+func checkApplyStrict(w http.ResponseWriter, body []byte, fieldValidation string) error {
+	if fieldValidation == metav1.FieldValidationIgnore {
+		return nil
+	}
+	err := yaml.UnmarshalStrict(body, &map[string]interface{}{})
+	if err == nil {
+		return nil
+	}
+	if fieldValidation == metav1.FieldValidationStrict {
+		return apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"yaml: unmarshal errors:\n", "error converting YAML to JSON: yaml: unmarshal errors:\n"} {
+		if rest, ok := strings.CutPrefix(msg, prefix); ok {
+			for _, line := range strings.Split(rest, "\n") {
+				addWarning(w, strings.TrimSpace(line))
+			}
+			return nil
+		}
+	}
+	addWarning(w, msg)
+	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
@@ -167,15 +166,18 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		var out runtime.Object
 		switch patchType {
 		case types.ApplyYAMLPatchType:
-			applied := &unstructured.Unstructured{}
-			if err := utiljson.Unmarshal(body, &applied.Object); err != nil || applied.Object == nil {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+			applied, err := decodeApplyConfig(body)
+			if err != nil {
+				return nil, err
 			}
 			if out, err = fm.Apply(oldU, applied, opts.fieldManager, force); err != nil {
 				if _, ok := err.(apierrors.APIStatus); ok {
 					return nil, err
 				}
 				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			if err := checkApplyStrict(w, body, opts.fieldValidation); err != nil {
+				return nil, err
 			}
 		default:
 			data := body
