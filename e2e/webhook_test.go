@@ -655,7 +655,7 @@ func TestWebhookScale(t *testing.T) {
 	gadgets := "/apis/dyn.example.com/v1/namespaces/default/gadgets"
 	mustCode(t, "create", k.do(t, "POST", gadgets, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"scaled"},"spec":{"color":"red","replicas":1}}`)), http.StatusCreated)
 
-	r := k.do(t, "PATCH", gadgets+"/scaled/scale", []byte(`{"spec":{"replicas":2}}`), "Content-Type: application/merge-patch+json")
+	r := k.do(t, "PATCH", gadgets+"/scaled/scale?fieldManager=scaler", []byte(`{"spec":{"replicas":2}}`), "Content-Type: application/merge-patch+json")
 	mustCode(t, "patch /scale", r, http.StatusOK)
 	if got := nested(decodeObj(t, r), "spec", "replicas"); got != int64(4) {
 		t.Errorf("/scale answered spec.replicas %v, want the webhook's 4", got)
@@ -675,6 +675,32 @@ func TestWebhookScale(t *testing.T) {
 	if c.Object == nil || c.Object.GetKind() != "Scale" || nested(c.Object, "spec", "replicas") != int64(4) ||
 		c.OldObject == nil || c.OldObject.GetKind() != "Scale" || nested(c.OldObject, "spec", "replicas") != int64(1) {
 		t.Errorf("review objects %s / %s, want the Scales with replicas 4 and 1", objName(c.Object), objName(c.OldObject))
+	}
+	// The client's options, a patch's as UpdateOptions, as kube passes them.
+	if c.Options["kind"] != "UpdateOptions" || c.Options["fieldManager"] != "scaler" {
+		t.Errorf("review options %v, want UpdateOptions with fieldManager scaler", c.Options)
+	}
+}
+
+// An update's resourceVersion precondition is checked after the mutating
+// webhooks, as kube-apiserver's store checks it: a webhook that denies
+// answers a stale update before its conflict.
+func TestWebhookBeforeResourceVersionConflict(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	hs.handle("/no-updates", func(c *hookCall) *admissionv1.AdmissionResponse {
+		return deny(&metav1.Status{Message: "no updates"})
+	})
+	k := startMemKapi(t)
+	mustCode(t, "create", k.do(t, "POST", collectionPath(gvrDevClasses), deviceClassJSON("stale.example.com", nil)), http.StatusCreated)
+	createMWC(t, k, hs, "no-updates", mhook("no.updates.example.com", hs.clientConfig("/no-updates"), deviceClassRule(opUpdate)))
+	stale := decodeObj(t, k.do(t, "GET", deviceClassPath("stale.example.com"), nil))
+	stale.SetResourceVersion("1")
+	r := k.do(t, "PUT", deviceClassPath("stale.example.com"), mustJSON(t, stale.Object))
+	// (A denial without a code is a 400, as kube's webhook plugin makes it.)
+	st := expectStatus(t, r, http.StatusBadRequest, "", `admission webhook "no.updates.example.com" denied the request: no updates`)
+	if st.Reason == metav1.StatusReasonConflict {
+		t.Errorf("a stale update a mutating webhook denies: %s, want the denial", r.Body)
 	}
 }
 

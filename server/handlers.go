@@ -705,16 +705,6 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if !patched {
 			dedupOwnerReferences(ctx, obj, false)
 		}
-		clientRV := obj.GetResourceVersion()
-		if patched && clientRV == old.GetResourceVersion() {
-			clientRV = "" // the patch set none
-		} else if clientRV == "" && !patched && !res.Strategy.AllowUnconditionalUpdate() {
-			// As kube-apiserver's store words it: under the resource's name.
-			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, req.name, fieldErrorRVRequired())
-		}
-		if clientRV != "" && clientRV != old.GetResourceVersion() {
-			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
-		}
 		if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
 			return nil, apierrors.NewConflict(res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
 		}
@@ -732,7 +722,6 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		}
 		obj.SetGeneration(old.GetGeneration())
 		obj.SetSelfLink("")
-		obj.SetResourceVersion(old.GetResourceVersion())
 		options := &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{Kind: "UpdateOptions", APIVersion: "meta.k8s.io/v1"}}
 		if dryRun {
 			options.DryRun = []string{metav1.DryRunAll}
@@ -750,6 +739,20 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			}
 			dedupOwnerReferences(ctx, obj, true)
 		}
+		// The resourceVersion precondition, checked after the mutating
+		// admission as kube-apiserver's store checks it (a webhook that
+		// denies answers first).
+		clientRV := obj.GetResourceVersion()
+		if patched && clientRV == old.GetResourceVersion() {
+			clientRV = "" // the patch set none
+		} else if clientRV == "" && !patched && !res.Strategy.AllowUnconditionalUpdate() {
+			// As kube-apiserver's store words it: under the resource's name.
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, req.name, fieldErrorRVRequired())
+		}
+		if clientRV != "" && clientRV != old.GetResourceVersion() {
+			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
+		}
+		obj.SetResourceVersion(old.GetResourceVersion())
 		if req.subresource == "finalize" {
 			// As kube-apiserver's namespace finalize strategy: all but
 			// status changes (spec.finalizers, metadata).

@@ -118,6 +118,9 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		writeError(w, r, err)
 		return
 	}
+	// Admission sees the client's options (a patch's as UpdateOptions),
+	// as kube-apiserver passes them.
+	req.options = opts.raw
 	var force bool
 	if r.Method == http.MethodPatch {
 		var popts metav1.PatchOptions
@@ -282,6 +285,9 @@ func (s *Server) admitScale(ctx context.Context, req *resourceRequest, obj, old 
 		scales[i] = &unstructured.Unstructured{Object: u}
 	}
 	gvr := schema.GroupVersionResource{Group: req.res.Group, Version: req.version, Resource: req.res.Plural}
+	if req.options != nil {
+		options = req.options // the client's, as kube passes them
+	}
 	attr := admission.NewAttributesRecord(scales[0], scales[1], scaleGroupKind.WithVersion("v1"), req.namespace, req.name, gvr, "scale", admission.Update, options, dryRun, adminUser)
 	if !s.webhooks.HasMutating() {
 		return attr, nil
