@@ -16,8 +16,11 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Admission webhooks called for real: HTTPS webhook servers on 127.0.0.1
@@ -1412,4 +1415,50 @@ func TestWebhookServiceReference(t *testing.T) {
 	t.Logf("unresolved service: %s", st.Message)
 	mustCode(t, "GET svc-missing", k.do(t, "GET", deviceClassPath("svc-missing"), nil), http.StatusNotFound)
 	mustCode(t, "create svc-missing-ignore", k.do(t, "POST", collectionPath(gvrDevClasses), deviceClassJSON("svc-missing-ignore", map[string]string{"case": "missing-ignore"})), http.StatusCreated)
+}
+
+// A namespace's DELETE follows kube-apiserver's namespace storage:
+// admission sees a uid precondition set to the namespace's, a namespace
+// already terminating with spec.finalizers left is answered as it is
+// (no admission), the preconditions are worded as that storage words
+// them, and the mark is a deletionTimestamp without a grace period.
+func TestWebhookNamespaceDelete(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	hs.handle("/ns-deletes", func(c *hookCall) *admissionv1.AdmissionResponse { return nil })
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	ns := newNamespace("held-open")
+	ns.Spec.Finalizers = []corev1.FinalizerName{"example.com/hold"}
+	created, err := k.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createVWC(t, k, hs, "ns-deletes", vhook("ns.deletes.example.com", hs.clientConfig("/ns-deletes"), rule("", "v1", "namespaces", opDelete)))
+
+	wrong := types.UID("00000000-0000-4000-8000-000000000000")
+	err = k.Client.CoreV1().Namespaces().Delete(ctx, "held-open", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrong}})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Precondition failed: UID in precondition: "+string(wrong)+", UID in object meta: "+string(created.UID)) {
+		t.Errorf("delete with a wrong uid: %v, want the namespace storage's Conflict", err)
+	}
+	if n := len(hs.callsTo("/ns-deletes", "held-open")); n != 0 {
+		t.Errorf("the failed precondition reached admission (%d calls)", n)
+	}
+	for i := 0; i < 2; i++ {
+		if err := k.Client.CoreV1().Namespaces().Delete(ctx, "held-open", metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete %d: %v", i+1, err)
+		}
+	}
+	calls := hs.callsTo("/ns-deletes", "held-open")
+	if len(calls) != 1 {
+		t.Fatalf("the webhook was called %d times for two DELETEs of a namespace held by spec.finalizers, want once", len(calls))
+	}
+	pre, _ := calls[0].Options["preconditions"].(map[string]interface{})
+	if pre["uid"] != string(created.UID) {
+		t.Errorf("the DELETE's options %v, want preconditions.uid %s", calls[0].Options, created.UID)
+	}
+	got, err := k.Client.CoreV1().Namespaces().Get(ctx, "held-open", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp == nil || got.DeletionGracePeriodSeconds != nil || got.Status.Phase != corev1.NamespaceTerminating {
+		t.Errorf("the deleted namespace: %v deletionTimestamp %v deletionGracePeriodSeconds %v phase %s, want Terminating with a timestamp and no grace period", err, got.DeletionTimestamp, got.DeletionGracePeriodSeconds, got.Status.Phase)
+	}
 }

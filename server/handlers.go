@@ -961,8 +961,17 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 			return nil, false, err
 		}
 		// The preconditions fail early, before admission, as in
-		// kube-apiserver's BeforeDelete (and in its words).
-		if p := opts.Preconditions; p != nil {
+		// kube-apiserver's BeforeDelete (and in its words), or by the
+		// kind's own rules.
+		if res.CheckDelete != nil {
+			done, err := res.CheckDelete(obj, opts)
+			if err != nil {
+				return nil, false, err
+			}
+			if done {
+				return obj, false, nil
+			}
+		} else if p := opts.Preconditions; p != nil {
 			gr := schema.GroupResource{Group: res.Group, Resource: res.Kind}
 			if p.UID != nil && *p.UID != obj.GetUID() {
 				return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, obj.GetUID()))
@@ -1025,8 +1034,10 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 		if obj.GetDeletionTimestamp() == nil {
 			now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 			obj.SetDeletionTimestamp(&now)
-			zero := int64(0)
-			obj.SetDeletionGracePeriodSeconds(&zero)
+			if res.CheckDelete == nil { // the generic store's marking
+				zero := int64(0)
+				obj.SetDeletionGracePeriodSeconds(&zero)
+			}
 			// As kube-apiserver: marking for deletion is a change of the
 			// object's intent, so its generation moves.
 			if g := obj.GetGeneration(); g > 0 {

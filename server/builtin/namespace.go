@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,6 +109,7 @@ func namespaceResource() *registry.Resource {
 		Finalize:            true,
 		NoDeleteCollection:  true,
 		OwnFieldLabelErrors: true,
+		CheckDelete:         checkNamespaceDelete,
 		Strategy:            s,
 		Table: registry.TableConvertor{
 			Columns: []metav1.TableColumnDefinition{
@@ -147,4 +149,26 @@ func hasFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
 		}
 	}
 	return false
+}
+
+// checkNamespaceDelete is kube-apiserver's namespace storage's DELETE: the
+// uid precondition is always set (admission sees it), the preconditions
+// are checked in its words, and a namespace already terminating that still
+// has spec.finalizers is answered as it is.
+func checkNamespaceDelete(u *unstructured.Unstructured, opts *metav1.DeleteOptions) (bool, error) {
+	gr := schema.GroupResource{Resource: "namespaces"}
+	if opts.Preconditions == nil {
+		opts.Preconditions = &metav1.Preconditions{}
+	}
+	uid := u.GetUID()
+	if opts.Preconditions.UID == nil {
+		opts.Preconditions.UID = &uid
+	} else if *opts.Preconditions.UID != uid {
+		return false, apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *opts.Preconditions.UID, uid))
+	}
+	if rv := opts.Preconditions.ResourceVersion; rv != nil && *rv != u.GetResourceVersion() {
+		return false, apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *rv, u.GetResourceVersion()))
+	}
+	fins, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "finalizers")
+	return u.GetDeletionTimestamp() != nil && len(fins) > 0, nil
 }

@@ -172,6 +172,13 @@ type Resource struct {
 	// FieldLabels returns the fields a fieldSelector through version may
 	// use beyond metadata.name and metadata.namespace (nil for none).
 	FieldLabels func(version string, obj *unstructured.Unstructured) fields.Set
+	// CheckDelete, when set, replaces the generic checks of a DELETE with
+	// the kind's own, as kube-apiserver's namespace storage does: it
+	// checks (and fills in) the options against obj, the stored object,
+	// and done says the DELETE is answered with obj as it is (no
+	// admission, nothing written). Such a kind is marked deleted with a
+	// deletionTimestamp alone (no deletionGracePeriodSeconds).
+	CheckDelete func(obj *unstructured.Unstructured, opts *metav1.DeleteOptions) (done bool, err error)
 	// OwnFieldLabelErrors is true for kinds kube-apiserver converts field
 	// labels for with a function of their own (namespaces, custom
 	// resources): a field they do not support is "field label not
