@@ -1285,4 +1285,7 @@ func TestApplyBodyDecoding(t *testing.T) {
 	withUID := "apiVersion: resource.k8s.io/v1beta2\nkind: DeviceClass\nmetadata: {name: uid.example.com, uid: abc}\n"
 	r = k.do(t, "PATCH", path+"/uid.example.com?fieldManager=t", []byte(withUID), applyCT)
 	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, `Operation cannot be fulfilled on deviceclasses.resource.k8s.io "uid.example.com": uid mismatch: the provided object specified uid abc, and no existing object was found`)
+	// A null merge patch is no patch, as kube's merge (json-patch v4) says.
+	r = k.do(t, "PATCH", path+"/dup.example.com", []byte("null"), "Content-Type: application/merge-patch+json")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "Invalid JSON Patch")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -152,8 +153,8 @@ func managerName(fieldManager, userAgent string) string {
 		if !unicode.IsPrint(r) {
 			continue
 		}
-		if buf.Len() >= 128 {
-			break
+		if buf.Len()+utf8.RuneLen(r) > 128 {
+			break // as kube-apiserver: never past 128 bytes
 		}
 		buf.WriteRune(r)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -164,6 +165,11 @@ func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch
 		}
 		return patched, nil
 	case types.MergePatchType:
+		// A null or a scalar is no merge patch: kube-apiserver's merge
+		// (json-patch v4) says so.
+		if t := bytes.TrimSpace(patch); len(t) > 0 && t[0] != '{' && t[0] != '[' {
+			return nil, apierrors.NewBadRequest("Invalid JSON Patch")
+		}
 		patched, err := jsonpatch.MergePatch(original, patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())

@@ -94,6 +94,8 @@ func TestManagerName(t *testing.T) {
 		{"", "kubectl/v1.32.4 (linux/amd64) kubernetes/abc", "kubectl"},
 		{"", "controller\x01name/1.0", "controllername"},
 		{"", strings.Repeat("x", 200) + "/1", strings.Repeat("x", 128)},
+		// Never past 128 bytes: a 2-byte rune that would end at 129 is left out.
+		{"", strings.Repeat("x", 127) + "é/1.0", strings.Repeat("x", 127)},
 	} {
 		if got := managerName(tc.fieldManager, tc.ua); got != tc.want {
 			t.Errorf("managerName(%q, %q) = %q, want %q", tc.fieldManager, tc.ua, got, tc.want)
