@@ -35,7 +35,7 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	if ct != "" {
 		var err error
 		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			return nil, "", unsupportedMediaType(ct, allowed)
+			return nil, "", unsupportedMediaType(allowed)
 		}
 	}
 	ok := false
@@ -45,7 +45,7 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 		}
 	}
 	if !ok {
-		return nil, "", unsupportedMediaType(ct, allowed)
+		return nil, "", unsupportedMediaType(allowed)
 	}
 	data, err := readAtMost(r.Body, r.ContentLength, maxBodyBytes+1)
 	if err != nil {
@@ -87,13 +87,14 @@ func bodyTypes(res *registry.Resource) []string {
 	return []string{"application/json", "application/yaml"}
 }
 
-func unsupportedMediaType(ct string, allowed []string) error {
+// unsupportedMediaType is kube-apiserver's 415 (negotiation's error): the
+// accepted media types, no details.
+func unsupportedMediaType(allowed []string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusUnsupportedMediaType,
 		Reason:  metav1.StatusReasonUnsupportedMediaType,
 		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")),
-		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: ct}}},
 	}}
 }
 
