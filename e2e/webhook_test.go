@@ -1462,3 +1462,52 @@ func TestWebhookNamespaceDelete(t *testing.T) {
 		t.Errorf("the deleted namespace: %v deletionTimestamp %v deletionGracePeriodSeconds %v phase %s, want Terminating with a timestamp and no grace period", err, got.DeletionTimestamp, got.DeletionGracePeriodSeconds, got.Status.Phase)
 	}
 }
+
+// An object a mutating webhook patched is defaulted again before the next
+// webhook sees it, as kube-apiserver's dispatcher defaults it.
+func TestWebhookDefaultsBetweenMutations(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	hs.handle("/drop-mode", func(c *hookCall) *admissionv1.AdmissionResponse {
+		return patchResponse([]map[string]interface{}{{"op": "remove", "path": "/spec/mode"}})
+	})
+	hs.handle("/see-mode", func(c *hookCall) *admissionv1.AdmissionResponse { return nil })
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: dials.defaults.example.com
+spec:
+  group: defaults.example.com
+  scope: Namespaced
+  names: {plural: dials, kind: Dial}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              mode: {type: string, default: auto}
+`))
+	dialRule := rule("defaults.example.com", "v1", "dials", opCreate)
+	createMWC(t, k, hs, "dial-modes",
+		mhook("a.drop.example.com", hs.clientConfig("/drop-mode"), dialRule),
+		mhook("b.see.example.com", hs.clientConfig("/see-mode"), dialRule))
+	r := k.do(t, "POST", "/apis/defaults.example.com/v1/namespaces/default/dials", []byte(`{"apiVersion":"defaults.example.com/v1","kind":"Dial","metadata":{"name":"d"},"spec":{"mode":"manual"}}`))
+	mustCode(t, "create", r, http.StatusCreated)
+	calls := hs.callsTo("/see-mode", "d")
+	if len(calls) == 0 {
+		t.Fatal("the second webhook was not called")
+	}
+	if got := nested(calls[0].Object, "spec", "mode"); got != "auto" {
+		t.Errorf("the second webhook saw spec.mode %v, want the default auto after the first removed it", got)
+	}
+	if got := nested(decodeObj(t, r), "spec", "mode"); got != "auto" {
+		t.Errorf("created spec.mode %v, want auto", got)
+	}
+}

@@ -206,7 +206,21 @@ func (o objectInterfaces) Recognizes(gvk schema.GroupVersionKind) bool {
 	return ok
 }
 
-func (o objectInterfaces) Default(runtime.Object) {}
+// Default defaults an object a mutating webhook patched, by its kind's
+// rules, as kube-apiserver's dispatcher does after each webhook.
+func (o objectInterfaces) Default(obj runtime.Object) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	res, found := o.s.resourceForKind(u.GroupVersionKind())
+	if !found {
+		return // a Scale, say
+	}
+	if d, ok := res.Strategy.(registry.Defaulter); ok {
+		d.Default(u)
+	}
+}
 
 func (o objectInterfaces) Convert(in, out, context interface{}) error {
 	src, ok1 := in.(*unstructured.Unstructured)

@@ -95,6 +95,27 @@ func (s *typed[T]) Convert(obj *unstructured.Unstructured, version string) error
 	return nil
 }
 
+// Default runs the kind's defaults on u, as kube-apiserver's scheme
+// defaults a built-in object; one that does not fit T is left alone.
+func (s *typed[T]) Default(u *unstructured.Unstructured) {
+	if s.defaults == nil {
+		return
+	}
+	obj := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return
+	}
+	s.defaults(obj)
+	out, err := toUnstructured(obj)
+	if err != nil {
+		return
+	}
+	apiVersion, kind := u.GetAPIVersion(), u.GetKind()
+	u.Object = out.Object
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+}
+
 func (s *typed[T]) PrepareForCreate(ctx context.Context, u *unstructured.Unstructured) {
 	s.with(u, func(obj *T) {
 		if s.defaults != nil {

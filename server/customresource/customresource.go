@@ -371,6 +371,17 @@ func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []
 	return &unstructured.Unstructured{Object: obj}, strict, nil
 }
 
+// Default sets the defaults of obj's version's schema in obj.
+func (s *strategy) Default(obj *unstructured.Unstructured) {
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil || gv.Group != s.gk.Group {
+		return
+	}
+	if ver, ok := s.versions[gv.Version]; ok {
+		ver.applyDefaults(obj.Object)
+	}
+}
+
 // applyDefaults sets the defaults of v's schema in obj.
 func (v *version) applyDefaults(obj map[string]interface{}) {
 	if v.hasDefaults {

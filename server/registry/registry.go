@@ -92,6 +92,15 @@ type ListConverter interface {
 	ConvertVersions(objs []*unstructured.Unstructured, version string) error
 }
 
+// Defaulter is implemented by the strategies of kinds with defaults: the
+// admission plugins default an object again after each mutating webhook's
+// patch, as kube-apiserver's do.
+type Defaulter interface {
+	// Default sets the defaults of obj's version in obj; an object that
+	// does not fit the kind is left as it is (its decoding reports it).
+	Default(obj *unstructured.Unstructured)
+}
+
 // ResetFieldsStrategy is implemented by the strategies of kinds whose
 // fields a write puts back per version and subresource (kube-apiserver's
 // GetResetFields): the field managers let no manager own them by such a
