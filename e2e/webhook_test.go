@@ -683,6 +683,21 @@ func TestWebhookScale(t *testing.T) {
 	if c.Options["kind"] != "UpdateOptions" || c.Options["fieldManager"] != "scaler" {
 		t.Errorf("review options %v, want UpdateOptions with fieldManager scaler", c.Options)
 	}
+
+	// The mutating webhooks see the client's Scale (its labels, its
+	// managedFields); the validating ones a Scale made from the resource.
+	scale := decodeObj(t, k.do(t, "GET", gadgets+"/scaled/scale", nil))
+	scale.SetLabels(map[string]string{"from": "client"})
+	mustCode(t, "PUT /scale", k.do(t, "PUT", gadgets+"/scaled/scale?fieldManager=putter", mustJSON(t, scale.Object)), http.StatusOK)
+	mut := hs.callsTo("/scale-mutate", "scaled")
+	last := mut[len(mut)-1]
+	if last.Object.GetLabels()["from"] != "client" || len(last.Object.GetManagedFields()) == 0 {
+		t.Errorf("the mutating webhook's Scale: labels %v, %d managedFields entries; want the client's label and its managedFields", last.Object.GetLabels(), len(last.Object.GetManagedFields()))
+	}
+	val := hs.callsTo("/scale-seen", "scaled")
+	if got := val[len(val)-1].Object.GetLabels(); len(got) != 0 {
+		t.Errorf("the validating webhook's Scale has labels %v, want none (made from the resource)", got)
+	}
 }
 
 // An update's resourceVersion precondition is checked after the mutating

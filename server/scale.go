@@ -228,6 +228,9 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		if scale.ResourceVersion != "" {
 			current.SetResourceVersion(scale.ResourceVersion)
 		}
+		// The mutating webhooks see these two, as kube's scale storage
+		// hands them to the update's admission.
+		req.scales = &scaleWrite{scale: outU.DeepCopy(), old: oldU}
 		entries, err := managed.ToParent(scale.ManagedFields)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
@@ -266,37 +269,43 @@ func scaleToUnstructured(scale *autoscalingv1.Scale) (*unstructured.Unstructured
 	return out, nil
 }
 
-// admitScale builds the admission attributes of a /scale write as
-// kube-apiserver does — the objects are the autoscaling/v1 Scales of obj
-// and old — and runs the mutating webhooks on the new Scale: the replicas
-// they leave go into obj.
+// admitScale runs the admission of a /scale write as kube-apiserver does:
+// the mutating webhooks get the client's Scale and the current one
+// (req.scales), and the replicas they leave go into obj; the validating
+// webhooks, whose attributes it returns, get the Scales of obj and old.
 func (s *Server) admitScale(ctx context.Context, req *resourceRequest, obj, old *unstructured.Unstructured, options runtime.Object, dryRun bool) (admission.Attributes, error) {
 	sc := req.res.ScaleIn(req.version)
-	scales := make([]*unstructured.Unstructured, 2)
-	for i, cr := range []*unstructured.Unstructured{obj, old} {
-		scale, _, err := scaleOf(cr, sc)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(scale)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		scales[i] = &unstructured.Unstructured{Object: u}
-	}
 	gvr := schema.GroupVersionResource{Group: req.res.Group, Version: req.version, Resource: req.res.Plural}
 	if req.options != nil {
 		options = req.options // the client's, as kube passes them
 	}
-	attr := admission.NewAttributesRecord(scales[0], scales[1], scaleGroupKind.WithVersion("v1"), req.namespace, req.name, gvr, "scale", admission.Update, options, dryRun, adminUser)
-	if !s.webhooks.HasMutating() {
-		return attr, nil
+	attributes := func(scale, old *unstructured.Unstructured) admission.Attributes {
+		return admission.NewAttributesRecord(scale, old, scaleGroupKind.WithVersion("v1"), req.namespace, req.name, gvr, "scale", admission.Update, options, dryRun, adminUser)
 	}
-	if err := s.mutate(ctx, attr); err != nil {
+	// The validating webhooks see Scales made from the custom resource
+	// before and after the write, as kube's scale storage makes them.
+	validating := func() (admission.Attributes, error) {
+		scales := make([]*unstructured.Unstructured, 2)
+		for i, cr := range []*unstructured.Unstructured{obj, old} {
+			scale, _, err := scaleOf(cr, sc)
+			if err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			if scales[i], err = scaleToUnstructured(scale); err != nil {
+				return nil, err
+			}
+		}
+		return attributes(scales[0], scales[1]), nil
+	}
+	if !s.webhooks.HasMutating() || req.scales == nil {
+		return validating()
+	}
+	mutated := req.scales.scale.DeepCopy()
+	if err := s.mutate(ctx, attributes(mutated, req.scales.old.DeepCopy())); err != nil {
 		return nil, err
 	}
 	var replicas int64
-	value, _, _ := unstructured.NestedFieldNoCopy(scales[0].Object, "spec", "replicas")
+	value, _, _ := unstructured.NestedFieldNoCopy(mutated.Object, "spec", "replicas")
 	switch v := value.(type) {
 	case int64:
 		replicas = v
@@ -309,5 +318,10 @@ func (s *Server) admitScale(ctx context.Context, req *resourceRequest, obj, old 
 	if err := unstructured.SetNestedField(obj.Object, replicas, replicasPath(sc.SpecReplicasPath)...); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	return attr, nil
+	return validating()
 }
+
+// scaleWrite holds the Scales of a /scale write that its mutating webhooks
+// see: the client's, after its field manager (with managedFields), and
+// the current one (its replicas unsetReplicas when the resource has none).
+type scaleWrite struct{ scale, old *unstructured.Unstructured }

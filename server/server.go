@@ -246,6 +246,9 @@ type resourceRequest struct {
 	// options are the write's options as the client sent them, for the
 	// AdmissionReview (nil: the handler's own).
 	options runtime.Object
+	// scales are the Scales a /scale write's mutating webhooks see: the
+	// client's (after its field manager) and the current one.
+	scales *scaleWrite
 }
 
 // parseResourcePath parses [watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]].
