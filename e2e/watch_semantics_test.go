@@ -440,6 +440,14 @@ func TestWatchBookmarkForms(t *testing.T) {
 		t.Errorf("watch-list not older than resourceVersion 99999: %d %s, want only a Too large resource version ERROR event", r.Code, r.Body)
 	}
 
+	// A negative timeoutSeconds is a deadline already past: the watch
+	// ends at once, empty.
+	start := time.Now()
+	r = k2.do(t, "GET", "/api/v1/namespaces?watch=1&resourceVersion="+list2.ResourceVersion+"&timeoutSeconds=-1", nil)
+	if r.Code != http.StatusOK || len(r.Body) != 0 || time.Since(start) > 5*time.Second {
+		t.Errorf("watch with timeoutSeconds=-1: %d %q after %v, want an empty stream ended at once", r.Code, r.Body, time.Since(start))
+	}
+
 	// A watch of one object takes no field selector but its name's.
 	r = k.do(t, "GET", "/api/v1/watch/namespaces/default?fieldSelector=metadata.name%3Dkube-system", nil)
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "fieldSelector metadata.name doesn't match requested name")

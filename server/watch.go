@@ -95,8 +95,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	if timeout < 0 {
+		// Already past its deadline: kube-apiserver's watch ends at once.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
