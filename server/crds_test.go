@@ -169,3 +169,58 @@ func TestStartKeepsStoredNameConflicts(t *testing.T) {
 		t.Error("the CRD whose plural is taken is served")
 	}
 }
+
+// A CRD whose instances are still there a minute after its deletion says
+// so, as kube-apiserver's finalizer does once its minute of waiting ends:
+// Terminating True InstanceDeletionCheck.
+func TestCRDInstanceDeletionCheck(t *testing.T) {
+	ctx := context.Background()
+	store := memStore(t)
+	deleted := time.Now().Add(-2 * time.Minute).UTC().Format(time.RFC3339)
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+		"metadata":{"name":"widgets.example.com","uid":"u1","generation":1,"resourceVersion":"%d","creationTimestamp":"2026-01-01T00:00:00Z",
+			"deletionTimestamp":"` + deleted + `","finalizers":["customresourcecleanup.apiextensions.k8s.io"]},
+		"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+		"conversion":{"strategy":"None"},
+		"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]},
+		"status":{"acceptedNames":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"storedVersions":["v1"],
+			"conditions":[{"type":"NamesAccepted","status":"True","reason":"NoConflicts","message":"no conflicts found","lastTransitionTime":"2026-01-01T00:00:00Z"},
+				{"type":"Established","status":"True","reason":"InitialNamesAccepted","message":"the initial names have been accepted","lastTransitionTime":"2026-01-01T00:00:00Z"},
+				{"type":"Terminating","status":"True","reason":"InstanceDeletionInProgress","message":"CustomResource deletion is in progress","lastTransitionTime":"` + deleted + `"}]}}`
+	key := storage.Key{Resource: crdStorageResource, Name: "widgets.example.com"}
+	if _, err := store.Create(ctx, key, func(rev int64) ([]byte, error) { return fmt.Appendf(nil, crd, rev), nil }); err != nil {
+		t.Fatal(err)
+	}
+	held := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"held","namespace":"default","uid":"u2","resourceVersion":"%d","creationTimestamp":"2026-01-01T00:00:00Z","finalizers":["example.com/hold"]}}`
+	if _, err := store.Create(ctx, storage.Key{Resource: "example.com/widgets", Namespace: "default", Name: "held"}, func(rev int64) ([]byte, error) { return fmt.Appendf(nil, held, rev), nil }); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newServer(t, store, Options{})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := s.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o, err := store.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got apiextensionsv1.CustomResourceDefinition
+		if err := json.Unmarshal(o.Data, &got); err != nil {
+			t.Fatal(err)
+		}
+		c := apihelpers.FindCRDCondition(&got, apiextensionsv1.Terminating)
+		if c != nil && c.Reason == "InstanceDeletionCheck" {
+			if c.Status != apiextensionsv1.ConditionTrue || c.Message != "could not confirm zero CustomResources remaining: context deadline exceeded" {
+				t.Errorf("Terminating %s %s %q", c.Status, c.Reason, c.Message)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no InstanceDeletionCheck 2 minutes after the deletion: %s", o.Data)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -119,7 +120,7 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		// failed if a delete failed, then why it ended.
 		inProgress := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
 			Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"}
-		if c := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating); c == nil || c.Reason != inProgress.Reason {
+		if c := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating); c == nil || (c.Reason != inProgress.Reason && c.Reason != instanceDeletionCheck) {
 			apihelpers.SetCRDCondition(crd, inProgress)
 			if rev, err = f.writeCRD(ctx, res, crd, rev); err != nil {
 				return false, err
@@ -136,6 +137,11 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		}
 		before := crd.Status.DeepCopy()
 		switch {
+		case remaining && crd.DeletionTimestamp != nil && time.Since(crd.DeletionTimestamp.Time) >= instanceDeletionCheckAfter:
+			// kube's finalizer waits a minute for the instances to go,
+			// then says it could not confirm they did.
+			apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
+				Reason: instanceDeletionCheck, Message: "could not confirm zero CustomResources remaining: context deadline exceeded"})
 		case remaining:
 			apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
 				Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"})
@@ -281,6 +287,13 @@ func setNamespaceDeletionConditions(obj *unstructured.Unstructured, contents nam
 	obj.Object["status"] = st
 	return true, nil
 }
+
+// instanceDeletionCheck is the Terminating reason of a CRD whose instances
+// are still there a minute (instanceDeletionCheckAfter) after its deletion.
+const (
+	instanceDeletionCheck      = "InstanceDeletionCheck"
+	instanceDeletionCheckAfter = time.Minute
+)
 
 // writeCRD stores crd's new status over revision rev and returns the new
 // revision.
