@@ -382,6 +382,23 @@ func TestConversionWebhook(t *testing.T) {
 	if _, err := k.Dyn.Resource(schema.GroupVersionResource{Group: "conv.example.com", Version: "v1", Resource: "gizmos"}).Namespace("default").Get(ctx, "g2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("gizmo g2 after the failed create: %v, want NotFound", err)
 	}
+	// A delete reads the object through the request's version first, as
+	// kube-apiserver's store does: the failing conversion fails it, and
+	// nothing is deleted (one object, or a collection).
+	r = k.do(t, "DELETE", fmt.Sprintf(gizmos, "v2")+"/g1", nil)
+	if st := r.Status(t); r.Code != http.StatusInternalServerError || !strings.HasPrefix(st.Message, convFailed) {
+		t.Errorf("DELETE g1 through v2: %d %s, want 500 and the converter's message", r.Code, r.Body)
+	}
+	r = k.do(t, "DELETE", fmt.Sprintf(gizmos, "v2"), nil)
+	if r.Code != http.StatusInternalServerError {
+		t.Errorf("deletecollection of gizmos through v2: %d %s, want 500", r.Code, r.Body)
+	}
+	for _, name := range []string{"g0", "g1"} {
+		if r := k.do(t, "GET", fmt.Sprintf(gizmos, "v1")+"/"+name, nil); r.Code != http.StatusOK {
+			t.Errorf("gizmo %s after the failed deletes: %d, want it still there", name, r.Code)
+		}
+	}
+
 	// An invalid object is refused by v2's schema before any conversion,
 	// as kube-apiserver validates in the request's version.
 	r = k.do(t, "POST", fmt.Sprintf(gizmos, "v2"), []byte(`{"apiVersion":"conv.example.com/v2","kind":"Gizmo","metadata":{"name":"g3"},"spec":{"replicas":"many"}}`))

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -280,4 +281,88 @@ spec:
 	if na := condition("things.badca.example.com", apiextensionsv1.NamesAccepted); na.Status != apiextensionsv1.ConditionTrue {
 		t.Errorf("NamesAccepted of a CRD with an invalid caBundle: %s %s, want True", na.Status, na.Reason)
 	}
+}
+
+// A stored object is read as kube-apiserver's codecs read it: defaulted by
+// the version it was stored in, then converted and pruned for the request,
+// without the requested version's defaults. An update decodes its body with
+// them, so a label patch through such a version changes the spec (and the
+// generation) as under kube. An object stored before the storage version
+// moved is read in its own version, not through the new one.
+func TestCustomResourceReadsAcrossVersions(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crd := crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gauges.reads.example.com
+spec:
+  group: reads.example.com
+  scope: Cluster
+  names: {plural: gauges, kind: Gauge}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}, extra: {type: string, default: e2}}}
+`)
+	createCRD(t, k, crd)
+	gvr := func(v string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: "reads.example.com", Version: v, Resource: "gauges"}
+	}
+	v1, v2 := k.Dyn.Resource(gvr("v1")), k.Dyn.Resource(gvr("v2"))
+	gauge := func(version, name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "reads.example.com/" + version, "kind": "Gauge",
+			"metadata": map[string]interface{}{"name": name},
+			"spec":     map[string]interface{}{"size": int64(3)},
+		}}
+	}
+	if _, err := v1.Create(ctx, gauge("v1", "a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := v2.Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || nested(got, "spec", "extra") != nil {
+		t.Errorf("GET through v2 of an object stored in v1: %v spec %v, want no v2 default", err, got.Object["spec"])
+	}
+	made, err := v2.Create(ctx, gauge("v2", "b"), metav1.CreateOptions{})
+	if err != nil || nested(made, "spec", "extra") != nil {
+		t.Errorf("create through v2: %v spec %v, want the stored object (v1 pruned extra) without v2's default", err, made.Object["spec"])
+	}
+	patched, err := v2.Patch(ctx, "a", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+	if err != nil || patched.GetGeneration() != 2 {
+		t.Errorf("a label patch through v2: %v generation %d, want 2 (the decoded body has v2's default, the old object not)", err, patched.GetGeneration())
+	}
+
+	// The storage version moves to v2, which does not know spec.size.
+	cur, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Versions[0].Storage, cur.Spec.Versions[1].Storage = false, true
+	cur.Spec.Versions[1].Schema.OpenAPIV3Schema.Properties["spec"].Properties["count"] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
+	spec := cur.Spec.Versions[1].Schema.OpenAPIV3Schema.Properties["spec"]
+	delete(spec.Properties, "size")
+	cur.Spec.Versions[1].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A patch through v1 of an object still stored in v1 sees its size.
+	eventually(t, 10*time.Second, "a JSON patch through v1 testing spec.size", func() (bool, error) {
+		_, err := v1.Patch(ctx, "a", types.JSONPatchType, []byte(`[{"op":"test","path":"/spec/size","value":3},{"op":"replace","path":"/spec/size","value":4}]`), metav1.PatchOptions{})
+		return err == nil, err
+	})
 }

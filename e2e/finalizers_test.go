@@ -456,3 +456,50 @@ func TestNamespaceFinalizeKeepsMetadata(t *testing.T) {
 		t.Errorf("managedFields %s, want finalizer's Update through finalize owning the label", fmtJSON(out.ManagedFields))
 	}
 }
+
+// A deletecollection answers the list it deleted from, as kube-apiserver's
+// store reads it: objects as they were (one its finalizer holds has no
+// deletionTimestamp there), a page with its continue token.
+func TestDeleteCollectionAnswer(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	dcs := k.Client.ResourceV1beta2().DeviceClasses()
+	var created []string
+	for _, name := range []string{"a.example.com", "b.example.com", "c.example.com"} {
+		dc := newDeviceClass(name)
+		dc.Labels = map[string]string{"grp": "1"}
+		if name == "a.example.com" {
+			dc.Finalizers = []string{holdFinalizer}
+		}
+		got, err := dcs.Create(ctx, dc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, got.ResourceVersion)
+	}
+	r := k.do(t, "DELETE", collectionPath(gvrDevClasses)+"?labelSelector=grp%3D1&limit=2", nil)
+	var list struct {
+		Kind     string
+		Metadata metav1.ListMeta
+		Items    []metav1.PartialObjectMetadata
+	}
+	if err := json.Unmarshal(r.Body, &list); err != nil || r.Code != http.StatusOK {
+		t.Fatalf("deletecollection: %d %s (%v)", r.Code, r.Body, err)
+	}
+	if list.Kind != "DeviceClassList" || len(list.Items) != 2 || list.Metadata.Continue == "" {
+		t.Fatalf("deletecollection with limit 2 answered %s with %d items, continue %q; want the page of 2 with its continue token", list.Kind, len(list.Items), list.Metadata.Continue)
+	}
+	for i, it := range list.Items {
+		if it.DeletionTimestamp != nil || it.ResourceVersion != created[i] {
+			t.Errorf("answered item %s: deletionTimestamp %v resourceVersion %s, want it as listed (no deletionTimestamp, %s)", it.Name, it.DeletionTimestamp, it.ResourceVersion, created[i])
+		}
+	}
+	// The page's objects went (the held one is marked); the rest stayed.
+	if got, err := dcs.Get(ctx, "a.example.com", metav1.GetOptions{}); err != nil || got.DeletionTimestamp == nil {
+		t.Errorf("a.example.com after the deletecollection: %v, want it marked deleted", err)
+	}
+	if _, err := dcs.Get(ctx, "c.example.com", metav1.GetOptions{}); err != nil {
+		t.Errorf("c.example.com (not in the page): %v, want it still there", err)
+	}
+}

@@ -336,7 +336,7 @@ func (f *finalizer) deleteCustomResources(ctx context.Context, crd *apiextension
 			if obj.GetDeletionTimestamp() != nil {
 				continue
 			}
-			req := &resourceRequest{res: res, version: res.Versions[0], namespace: obj.GetNamespace(), name: obj.GetName(), noAdmission: true}
+			req := &resourceRequest{res: res, version: res.StorageVersion, namespace: obj.GetNamespace(), name: obj.GetName(), noAdmission: true}
 			if _, _, err := f.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !apierrors.IsNotFound(err) {
 				return true, err
 			}

@@ -258,12 +258,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 // when the kind prefers that (a custom resource's conversion webhook),
 // then each object on every core.
 func convertAll(strategy registry.Strategy, objs []*unstructured.Unstructured, version string) error {
+	var converted []bool
 	if lc, ok := strategy.(registry.ListConverter); ok {
-		if err := lc.ConvertVersions(objs, version); err != nil {
+		var err error
+		if converted, err = lc.ConvertVersions(objs, version); err != nil {
 			return err
 		}
 	}
 	return onEveryCore(len(objs), func(i int) error {
+		if converted != nil && converted[i] {
+			return nil
+		}
 		return strategy.Convert(objs[i], version)
 	})
 }
@@ -685,18 +690,14 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		// As kube-apiserver decodes a stored object: in the storage
-		// version, pruned and defaulted by its schema, so that a default
-		// added to the schema since the object was written holds in the
-		// old object too (transition rules, ratcheting, generation); then
-		// converted to the request's version.
-		if err := res.Strategy.Convert(old, res.StorageVersion); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		if req.version != res.StorageVersion {
-			if err := res.Strategy.Convert(old, req.version); err != nil {
-				return nil, err // as a read through req.version fails
-			}
+		// As kube-apiserver decodes a stored object for the request:
+		// defaulted by the schema of the version it was stored in (a
+		// default added since it was written holds in the old object too:
+		// transition rules, ratcheting, generation), then converted to the
+		// request's version and pruned by its schema. A failed conversion
+		// fails as a read through that version does.
+		if err := res.Strategy.Convert(old, req.version); err != nil {
+			return nil, err
 		}
 		obj, err := compute(old.DeepCopy())
 		if err != nil {
@@ -980,7 +981,15 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 				return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, obj.GetResourceVersion()))
 			}
 		}
+		// kube-apiserver reads the object through the request's version
+		// first: a conversion that fails fails the delete, and nothing is
+		// deleted. (A deletecollection converted its list already.)
 		current := obj.DeepCopy()
+		if req.version != res.StorageVersion && !req.inCollection {
+			if err := res.Strategy.Convert(current, req.version); err != nil {
+				return nil, false, err
+			}
+		}
 		// Admission sees the object being deleted, as kube-apiserver's
 		// delete validation gives it to both mutating and validating
 		// webhooks.
@@ -1094,40 +1103,39 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		writeError(w, r, apierrors.NewBadRequest("watch is not supported for deletecollection"))
 		return
 	}
-	items, _, err := s.listObjects(r.Context(), req.res, req.version, req.namespace, listOpts)
+	items, lm, err := s.listObjects(r.Context(), req.res, req.version, req.namespace, listOpts)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	// Like kube-apiserver, answer with the list of what was deleted (or
-	// marked for deletion).
-	var outs []*unstructured.Unstructured
-	for _, obj := range items {
-		item := *req
-		item.namespace, item.name, item.inCollection = obj.GetNamespace(), obj.GetName(), true
-		out, _, err := s.deleteObject(r.Context(), &item, opts)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		outs = append(outs, out)
+	// As kube-apiserver's store: the list is read through the request's
+	// version (a conversion that fails deletes nothing), and the answer is
+	// that list, as read (a page of it with its continue token).
+	listed := make([]*unstructured.Unstructured, len(items))
+	for i, obj := range items {
+		listed[i] = obj.DeepCopy()
 	}
-	if err := convertAll(req.res.Strategy, outs, req.version); err != nil {
+	if err := convertAll(req.res.Strategy, listed, req.version); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	deleted := make([]interface{}, 0, len(outs))
-	for _, out := range outs {
-		deleted = append(deleted, out.Object)
+	for _, obj := range items {
+		item := *req
+		item.namespace, item.name, item.inCollection = obj.GetNamespace(), obj.GetName(), true
+		if _, _, err := s.deleteObject(r.Context(), &item, opts); err != nil && !apierrors.IsNotFound(err) {
+			writeError(w, r, err)
+			return
+		}
+	}
+	out := make([]interface{}, len(listed))
+	for i, obj := range listed {
+		out[i] = obj.Object
 	}
 	writeObject(w, r, output{}, http.StatusOK, map[string]interface{}{
 		"apiVersion": schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(),
 		"kind":       req.res.ListKind,
-		"metadata":   metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.store.CurrentRev(), 10)},
-		"items":      deleted,
+		"metadata":   lm,
+		"items":      out,
 	})
 }
 

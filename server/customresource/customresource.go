@@ -429,10 +429,14 @@ func hasDefaults(s *structuralschema.Structural) bool {
 	return hasDefaults(s.Items)
 }
 
-// Convert converts obj to v with the CRD's converter, then prunes and
-// defaults it by v's schema (defaults also apply to stored objects read
-// back).
+// Convert converts obj to v as kube-apiserver's codecs convert a custom
+// resource: obj is defaulted by its own version's schema first (kube
+// defaults a stored object by the version it was stored in as it reads it,
+// and a body by the version it was sent in), then converted with the CRD's
+// converter and pruned by v's schema. v's defaults are not applied to what
+// another version held.
 func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
+	s.Default(obj)
 	gv := schema.GroupVersion{Group: s.gk.Group, Version: v}
 	if obj.GetAPIVersion() != gv.String() {
 		out, err := s.converter.ConvertToVersion(obj, gv)
@@ -445,51 +449,62 @@ func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
 		}
 		obj.Object = u.Object
 	}
+	s.prune(obj, v)
+	return nil
+}
+
+// prune drops what v's schema does not know from obj, and its nulls where
+// the schema allows none.
+func (s *strategy) prune(obj *unstructured.Unstructured, v string) {
 	if ver, ok := s.versions[v]; ok {
 		structuralpruning.Prune(obj.Object, ver.structural, true)
 		if hasNull(obj.Object) { // rare in what was stored: spare the walk's allocations
 			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj.Object, ver.structural)
 		}
-		ver.applyDefaults(obj.Object)
 	}
-	return nil
 }
 
-// ConvertVersions sends the objects of objs not yet in version v to the
-// CRD's conversion webhook in one ConversionReview. Without a webhook it
-// leaves them to Convert: changing apiVersion takes no round trip.
-func (s *strategy) ConvertVersions(objs []*unstructured.Unstructured, v string) error {
+// ConvertVersions converts the objects of objs not yet in version v
+// through the CRD's conversion webhook in one ConversionReview, as
+// kube-apiserver sends a list's. Without a webhook, or for fewer than two,
+// it converts none: Convert does them one by one.
+func (s *strategy) ConvertVersions(objs []*unstructured.Unstructured, v string) ([]bool, error) {
 	if !s.webhookConversion {
-		return nil
+		return nil, nil
 	}
 	gv := schema.GroupVersion{Group: s.gk.Group, Version: v}
+	converted := make([]bool, len(objs))
 	var convert []*unstructured.Unstructured
-	for _, obj := range objs {
+	for i, obj := range objs {
 		if obj.GetAPIVersion() != gv.String() {
+			converted[i] = true
 			convert = append(convert, obj)
 		}
 	}
 	if len(convert) < 2 {
-		return nil // Convert does one alone
+		return nil, nil // Convert does one alone
 	}
-	// The converter takes a list in the version it converts to.
+	// The converter takes a list in the version it converts to; each
+	// object is defaulted by its own version first, as Convert does.
 	list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": gv.String(), "kind": s.gk.Kind + "List"}}
 	list.Items = make([]unstructured.Unstructured, len(convert))
 	for i, obj := range convert {
+		s.Default(obj)
 		list.Items[i] = *obj
 	}
 	out, err := s.converter.ConvertToVersion(list, gv)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	converted, ok := out.(*unstructured.UnstructuredList)
-	if !ok || len(converted.Items) != len(convert) {
-		return fmt.Errorf("conversion of %d objects returned %T", len(convert), out)
+	result, ok := out.(*unstructured.UnstructuredList)
+	if !ok || len(result.Items) != len(convert) {
+		return nil, fmt.Errorf("conversion of %d objects returned %T", len(convert), out)
 	}
 	for i, obj := range convert {
-		obj.Object = converted.Items[i].Object
+		obj.Object = result.Items[i].Object
+		s.prune(obj, v)
 	}
-	return nil
+	return converted, nil
 }
 
 // PrepareForCreate and PrepareForUpdate follow the rules of the version the

@@ -87,9 +87,10 @@ type DeleteStrategy interface {
 // conversion webhook gets one ConversionReview for a list, as
 // kube-apiserver sends.
 type ListConverter interface {
-	// ConvertVersions converts objs to version in place, the versions only;
-	// Convert does the rest (and leaves the versions as they are).
-	ConvertVersions(objs []*unstructured.Unstructured, version string) error
+	// ConvertVersions converts the objects of objs it can take together
+	// to version in place, entirely (as Convert would), and tells which it
+	// converted; Convert is for the others.
+	ConvertVersions(objs []*unstructured.Unstructured, version string) (converted []bool, err error)
 }
 
 // Defaulter is implemented by the strategies of kinds with defaults: the
