@@ -503,3 +503,93 @@ func TestDeleteCollectionAnswer(t *testing.T) {
 		t.Errorf("c.example.com (not in the page): %v, want it still there", err)
 	}
 }
+
+// A namespace's deletion deletes its contents as kube's namespace
+// controller does: with background propagation, which also releases an
+// object already held by a foreground (or orphan) deletion, so the
+// namespace goes; contents an admission refuses to delete are reported in
+// NamespaceDeletionContentFailure while the rest is deleted. A create into
+// a terminating namespace is refused under the name it asked for.
+func TestNamespaceContentDeletion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	namespaces := k.Client.CoreV1().Namespaces()
+
+	// Held by a foreground deletion, which no garbage collector finishes.
+	if _, err := namespaces.Create(ctx, newNamespace("fg"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("fg")
+	if _, err := gadgets.Create(ctx, gadget("g", map[string]interface{}{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := gadgets.Delete(ctx, "g", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		t.Fatal(err)
+	}
+	// A cascading delete that did not happen at once is a 202.
+	held := gadget("held", map[string]interface{}{})
+	held.SetFinalizers([]string{holdFinalizer})
+	if _, err := k.Dyn.Resource(gvrGadgets).Namespace("default").Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := k.do(t, "DELETE", "/apis/dyn.example.com/v1/namespaces/default/gadgets/held", []byte(`{"orphanDependents":false}`))
+	if r.Code != http.StatusAccepted {
+		t.Errorf("DELETE with orphanDependents=false of an object held by a finalizer: %d, want 202", r.Code)
+	}
+	if err := namespaces.Delete(ctx, "fg", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "namespace fg to go", func() (bool, error) {
+		_, err := namespaces.Get(ctx, "fg", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+
+	// Contents a policy keeps.
+	policy := newVAP("keep-gadgets")
+	policy.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
+	policy.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"dyn.example.com"}, APIVersions: []string{"*"}, Resources: []string{"gadgets"}}
+	policy.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "gadgets stay"}}
+	adm := k.Client.AdmissionregistrationV1()
+	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, newVAPBinding("keep-gadgets", policy.Name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := namespaces.Create(ctx, newNamespace("kept"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kept := k.Dyn.Resource(gvrGadgets).Namespace("kept")
+	if _, err := kept.Create(ctx, gadget("k", map[string]interface{}{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the policy to refuse deleting a gadget", func() (bool, error) {
+		err := kept.Delete(ctx, "k", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "gadgets stay"), err
+	})
+	if err := namespaces.Delete(ctx, "kept", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the content failure condition", func() (bool, error) {
+		ns, err := namespaces.Get(ctx, "kept", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range ns.Status.Conditions {
+			if c.Type == corev1.NamespaceDeletionContentFailure && c.Status == corev1.ConditionTrue {
+				if c.Reason != "ContentDeletionFailed" || !strings.HasPrefix(c.Message, "Failed to delete all resource types, 1 remaining: ") || !strings.Contains(c.Message, "gadgets stay") {
+					t.Errorf("NamespaceDeletionContentFailure %s %q", c.Reason, c.Message)
+				}
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %s", fmtJSON(ns.Status.Conditions))
+	})
+	r = k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/kept/gadgets", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"generateName":"late-"},"spec":{}}`))
+	if st := expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `gadgets.dyn.example.com "late-" is forbidden: unable to create new content in namespace kept because it is being terminated`); st.Details == nil || st.Details.Name != "late-" {
+		t.Errorf("details %+v, want name late-", st.Details)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
@@ -181,13 +182,20 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 type namespaceContents struct {
 	resources  map[string]int
 	finalizers map[string]int
+	// deleteErrs holds, per resource whose contents could not all be
+	// deleted, the first error.
+	deleteErrs []error
 }
 
 func (c namespaceContents) remaining() bool { return len(c.resources) > 0 }
 
 // deleteNamespaceContents deletes every object of every namespaced
-// resource in namespace, and tells what remains (objects waiting on their
-// finalizers).
+// resource in namespace, as kube's namespace controller does (a
+// deletecollection with background propagation, which also releases an
+// object already being deleted from the orphan and foregroundDeletion
+// finalizers no garbage collector will remove), and tells what remains
+// (objects waiting on their finalizers) and which resources failed (the
+// others are still deleted).
 func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace string) (namespaceContents, error) {
 	contents := namespaceContents{resources: map[string]int{}, finalizers: map[string]int{}}
 	background := metav1.DeletePropagationBackground
@@ -199,15 +207,16 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 		if err != nil {
 			return contents, err
 		}
+		failed := false
 		for _, obj := range items {
-			if obj.GetDeletionTimestamp() == nil {
-				pending, deleted, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background})
-				if apierrors.IsNotFound(err) || (err == nil && deleted) {
-					continue
-				}
-				if err != nil {
-					return contents, err
-				}
+			pending, deleted, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName()}, &metav1.DeleteOptions{PropagationPolicy: &background})
+			if apierrors.IsNotFound(err) || (err == nil && deleted) {
+				continue
+			}
+			if err != nil && !failed {
+				contents.deleteErrs = append(contents.deleteErrs, err)
+				failed = true
+			} else if err == nil {
 				obj = pending
 			}
 			// As kube's namespace controller names them: "<plural>.<group>".
@@ -260,6 +269,11 @@ func setNamespaceDeletionConditions(obj *unstructured.Unstructured, contents nam
 		case want.Type == corev1.NamespaceFinalizersRemaining && len(contents.finalizers) > 0:
 			want.Status, want.Reason = corev1.ConditionTrue, "SomeFinalizersRemain"
 			want.Message = "Some content in the namespace has finalizers remaining: " + counted(contents.finalizers, "%s in %d resource instances")
+		case want.Type == corev1.NamespaceDeletionContentFailure && len(contents.deleteErrs) > 0:
+			// kube's controller aggregates the failed resources' errors
+			// into one it reports.
+			want.Status, want.Reason = corev1.ConditionTrue, "ContentDeletionFailed"
+			want.Message = fmt.Sprintf("Failed to delete all resource types, 1 remaining: %v", utilerrors.NewAggregate(contents.deleteErrs))
 		}
 		i := slices.IndexFunc(status.Conditions, func(c corev1.NamespaceCondition) bool { return c.Type == want.Type })
 		switch {

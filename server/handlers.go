@@ -479,7 +479,16 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	// Admission as kube-apiserver orders it: the namespace lifecycle and
 	// the mutating webhooks, then the kind's own rules, then the
 	// validating webhooks.
-	if err := s.admitNamespace(ctx, res, obj.GetNamespace(), obj.GetName()); err != nil {
+	// The refusal names the object as kube's admission names one whose
+	// name is not generated yet.
+	admittedName := obj.GetName()
+	if admittedName == "" {
+		admittedName = obj.GetGenerateName()
+	}
+	if admittedName == "" {
+		admittedName = "Unknown"
+	}
+	if err := s.admitNamespace(ctx, res, obj.GetNamespace(), admittedName); err != nil {
 		return nil, err
 	}
 	options := &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{Kind: "CreateOptions", APIVersion: "meta.k8s.io/v1"}, FieldManager: manager}
@@ -899,7 +908,13 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 		return
 	}
 	if !deleted || req.res.ReturnDeletedObject {
-		s.respondObject(w, r, req, http.StatusOK, obj)
+		code := http.StatusOK
+		if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
+			// kube-apiserver's 202 for a cascading delete that did not
+			// happen at once.
+			code = http.StatusAccepted
+		}
+		s.respondObject(w, r, req, code, obj)
 		return
 	}
 	writeObject(w, r, output{}, http.StatusOK, &metav1.Status{
