@@ -1628,3 +1628,27 @@ func TestCustomResourceVersions(t *testing.T) {
 		t.Errorf("storedVersions: %v %v, want [v1]", err, crd.Status.StoredVersions)
 	}
 }
+
+// An update is checked against every object's metadata rules as well as
+// the kind's, as kube-apiserver's BeforeUpdate checks it: finalizer names
+// and their combinations, generateName.
+func TestCustomResourceUpdateMetadataRules(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	if _, err := gadgets.Create(ctx, gadget("meta", map[string]interface{}{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for patch, want := range map[string]string{
+		`{"metadata":{"finalizers":["bad finalizer"]}}`:                `metadata.finalizers: Invalid value: "bad finalizer"`,
+		`{"metadata":{"finalizers":["orphan","foregroundDeletion"]}}`: "finalizer orphan and foregroundDeletion cannot be both set",
+		`{"metadata":{"generateName":"x/y%"}}`:                         `metadata.generateName: Invalid value: "x/y%": may not contain '/'`,
+	} {
+		_, err := gadgets.Patch(ctx, "meta", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("merge patch %s: %v, want Invalid with %q", patch, err, want)
+		}
+	}
+}

@@ -17,6 +17,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
@@ -29,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/audit"
 	apistorage "k8s.io/apiserver/pkg/storage"
@@ -559,6 +562,11 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 	}
+	// Then every object's metadata rules, as kube-apiserver's BeforeCreate
+	// checks them after the kind's own.
+	if errs := apimachineryvalidation.ValidateObjectMetaAccessor(obj, res.Namespaced, path.ValidatePathSegmentName, field.NewPath("metadata")); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
+	}
 	if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
 		addWarnings(ctx, ws.WarningsOnCreate(ctx, obj))
 	}
@@ -770,13 +778,13 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if status, ok := old.Object["status"]; ok {
 				obj.Object["status"] = runtime.DeepCopyJSONValue(status)
 			}
-			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
+			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(ctx, obj, old)...); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
 			}
 		} else if req.subresource == "status" {
 			st := res.Strategy.(registry.StatusStrategy)
 			st.PrepareForStatusUpdate(ctx, obj, old)
-			if errs := st.ValidateStatusUpdate(ctx, obj, old); len(errs) > 0 {
+			if errs := append(commonMetaErrors(res, obj, old), st.ValidateStatusUpdate(ctx, obj, old)...); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
 			}
 		} else {
@@ -784,7 +792,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if res.Strategy.TracksGeneration() && res.Strategy.SpecChanged(obj, old) {
 				obj.SetGeneration(old.GetGeneration() + 1)
 			}
-			if errs := res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
+			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(ctx, obj, old)...); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(objectGroupKind(res, obj), req.name, errs)
 			}
 			if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
@@ -826,6 +834,14 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		}
 		return out, nil
 	}
+}
+
+// commonMetaErrors are the checks kube-apiserver's BeforeUpdate makes of
+// every object's metadata, reported before the kind's own (which may
+// repeat some, as under kube).
+func commonMetaErrors(res *registry.Resource, obj, old *unstructured.Unstructured) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(obj, res.Namespaced, path.ValidatePathSegmentName, field.NewPath("metadata"))
+	return append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))...)
 }
 
 // objectGroupKind is the kind an invalid write is reported as: the
