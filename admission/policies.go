@@ -11,10 +11,9 @@ import (
 )
 
 // excludedFromPolicies are the resources policies never apply to, as in
-// kube-apiserver: the admission configuration itself.
+// kube-apiserver: the policies and their bindings (webhook configurations
+// are subject to policies, not to webhooks).
 var excludedFromPolicies = []schema.GroupResource{
-	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
-	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
 	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"},
 	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"},
 	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"},

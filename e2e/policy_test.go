@@ -947,3 +947,68 @@ func TestPolicyDryRun(t *testing.T) {
 		t.Errorf("the dry-run patch was stored: %s", got.Body)
 	}
 }
+
+// Policies see what kube-apiserver gives them: a namespace's own requests
+// in that namespace (a namespaceSelector finds its labels), webhook
+// configurations (only policies and bindings are exempt), and a paramKind
+// whose version is not served is an error, not another version.
+func TestPolicyScopeAsKube(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	adm := k.Client.AdmissionregistrationV1()
+	bind := func(policy *admissionregistrationv1.ValidatingAdmissionPolicy) {
+		t.Helper()
+		if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, newVAPBinding(policy.Name, policy.Name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Protect kube-system; other namespaces still delete.
+	protect := newVAP("protect-system")
+	protect.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"kube-system"}}}}
+	protect.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
+	protect.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}
+	protect.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "kube-system stays"}}
+	bind(protect)
+	// Guard webhook configurations.
+	guard := newVAP("guard-webhooks")
+	guard.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"admissionregistration.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"validatingwebhookconfigurations"}}
+	guard.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "guarded validatingwebhookconfigurations"}}
+	bind(guard)
+	eventually(t, 10*time.Second, "the webhook guard to apply", func() (bool, error) {
+		_, err := adm.ValidatingWebhookConfigurations().Create(ctx, newVWC("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "guarded validatingwebhookconfigurations"), err
+	})
+	eventually(t, 10*time.Second, "the kube-system guard to apply", func() (bool, error) {
+		err := k.Client.CoreV1().Namespaces().Delete(ctx, "kube-system", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "kube-system stays"), err
+	})
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("scratch"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Client.CoreV1().Namespaces().Delete(ctx, "scratch", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting namespace scratch under a policy selecting kube-system: %v, want it deleted", err)
+	}
+
+	// A paramKind at a version no resource serves.
+	badver := newVAP("badver")
+	badver.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "resource.k8s.io/v1beta1", Kind: "DeviceClass"}
+	badver.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"resource.k8s.io"}, APIVersions: []string{"v1beta2"}, Resources: []string{"deviceclasses"}}
+	badver.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "true"}}
+	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, badver, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := newVAPBinding("badver", "badver")
+	binding.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "any", ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the policy with an unserved paramKind version to fail", func() (bool, error) {
+		_, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctx, newDeviceClass("p.example.com"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "failed to find resource referenced by paramKind"), err
+	})
+}

@@ -150,7 +150,14 @@ func (s *Server) admissionAttributes(req *resourceRequest, obj, old *unstructure
 	if req.inCollection {
 		name = ""
 	}
-	return admission.NewAttributesRecord(o, oo, gvk, req.namespace, name, gvr, req.subresource, op, options, dryRun, adminUser)
+	namespace := req.namespace
+	if req.res.Group == "" && req.res.Plural == "namespaces" {
+		// A namespace's own requests are in the namespace, as
+		// kube-apiserver's request info puts them (a namespaceSelector
+		// then finds its labels).
+		namespace = name
+	}
+	return admission.NewAttributesRecord(o, oo, gvk, namespace, name, gvr, req.subresource, op, options, dryRun, adminUser)
 }
 
 // withWarnings lets admission plugins add Warning headers to w.

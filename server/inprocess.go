@@ -207,12 +207,22 @@ func (m restMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.
 		if res.Group != gk.Group || res.Kind != gk.Kind {
 			continue
 		}
-		version := res.Versions[0]
+		// As kube's RESTMapper: the first of the versions asked for that
+		// is served, the preferred one when none is asked for, no match
+		// when none asked for is served.
+		version, asked, found := res.Versions[0], false, false
 		for _, v := range versions {
+			if v == "" {
+				continue
+			}
+			asked = true
 			if res.Serves(v) {
-				version = v
+				version, found = v, true
 				break
 			}
+		}
+		if asked && !found {
+			return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
 		}
 		scope := meta.RESTScopeRoot
 		if res.Namespaced {
@@ -239,8 +249,10 @@ func (m restMapper) ResourceFor(input schema.GroupVersionResource) (schema.Group
 	for _, res := range m.s.reg.All() {
 		if res.Group == input.Group && (res.Plural == input.Resource || res.Singular == input.Resource) {
 			v := input.Version
-			if v == "" || !res.Serves(v) {
+			if v == "" {
 				v = res.Versions[0]
+			} else if !res.Serves(v) {
+				break // as kube's RESTMapper: no such version, no match
 			}
 			return schema.GroupVersionResource{Group: res.Group, Version: v, Resource: res.Plural}, nil
 		}
