@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"unicode/utf8"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/admission"
-
-	kapiadmission "github.com/kapi-dev/kapi/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 
+	kapiadmission "github.com/kapi-dev/kapi/admission"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
@@ -160,26 +161,70 @@ func (s *Server) admissionAttributes(req *resourceRequest, obj, old *unstructure
 	return admission.NewAttributesRecord(o, oo, gvk, namespace, name, gvr, req.subresource, op, options, dryRun, adminUser)
 }
 
-// withWarnings lets admission plugins add Warning headers to w.
+// withWarnings lets a request's handlers and admission plugins add Warning
+// headers to w (warning.AddWarning with the returned context).
 func withWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
 	return warning.WithWarningRecorder(ctx, &warningRecorder{w: w, seen: map[string]bool{}})
 }
 
-// warningRecorder adds each distinct warning once, as kube-apiserver's.
+// The limits kube-apiserver puts on a response's warnings: past 4096 runes
+// in all, each is cut to 256 runes, and those that no longer fit dropped.
+const (
+	warningRunesTotal = 4 * 1024
+	warningRunesEach  = 256
+)
+
+// warningRecorder adds each distinct warning once, within kube-apiserver's
+// limits.
 type warningRecorder struct {
 	mu   sync.Mutex
 	w    http.ResponseWriter
 	seen map[string]bool
+	// added are the warnings so far, in order, to be written again cut
+	// once the limit is passed.
+	added []recordedWarning
+	// runes counts the runes of the warnings written; cutting is set once
+	// they passed warningRunesTotal.
+	runes   int
+	cutting bool
 }
+
+type recordedWarning struct{ agent, text string }
 
 func (r *warningRecorder) AddWarning(agent, text string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if text == "" || r.seen[text] {
+	if text == "" || r.seen[text] || (r.cutting && r.runes >= warningRunesTotal) {
 		return
 	}
 	r.seen[text] = true
-	addWarningBy(r.w, agent, text)
+	r.added = append(r.added, recordedWarning{agent, text})
+	if r.cutting || r.runes+utf8.RuneCountInString(text) <= warningRunesTotal {
+		r.write(agent, text)
+		return
+	}
+	// Past the limit: every warning is cut, those already written too.
+	r.cutting, r.runes = true, 0
+	r.w.Header().Del("Warning")
+	for _, a := range r.added {
+		r.write(a.agent, a.text)
+	}
+}
+
+// write adds one Warning header (cut when cutting); a text a header cannot
+// carry (control characters, invalid UTF-8) is dropped, as kube drops it.
+func (r *warningRecorder) write(agent, text string) {
+	if r.cutting {
+		if runes := []rune(text); len(runes) > warningRunesEach {
+			text = string(runes[:warningRunesEach])
+		}
+	}
+	header, err := utilnet.NewWarningHeader(299, agent, text)
+	if err != nil {
+		return
+	}
+	r.runes += utf8.RuneCountInString(text)
+	r.w.Header().Add("Warning", header)
 }
 
 // objectInterfaces lets the admission plugins convert, type and create the

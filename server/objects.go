@@ -156,7 +156,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		case metav1.FieldValidationIgnore:
 		default:
 			for _, e := range strictErrs {
-				addWarning(w, e.Error())
+				addWarning(r.Context(), e.Error())
 			}
 		}
 	}

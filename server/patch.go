@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -262,7 +263,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if !ok {
 			return nil, apierrors.NewInternalError(fmt.Errorf("apply returned %T", out))
 		}
-		if err := checkApplyStrict(w, body, opts.FieldValidation); err != nil {
+		if err := checkApplyStrict(r.Context(), body, opts.FieldValidation); err != nil {
 			return nil, err
 		}
 		data, err := unstructuredjson.Marshal(merged.Object)
@@ -328,7 +329,7 @@ func decodeApplyConfig(body []byte) (*unstructured.Unstructured, error) {
 // checkApplyStrict reads an applied configuration strictly, as
 // kube-apiserver does once it has applied it: its duplicate keys are a 400
 // under fieldValidation=Strict, a warning each under Warn (the default).
-func checkApplyStrict(w http.ResponseWriter, body []byte, fieldValidation string) error {
+func checkApplyStrict(ctx context.Context, body []byte, fieldValidation string) error {
 	if fieldValidation == metav1.FieldValidationIgnore {
 		return nil
 	}
@@ -343,11 +344,11 @@ func checkApplyStrict(w http.ResponseWriter, body []byte, fieldValidation string
 	for _, prefix := range []string{"yaml: unmarshal errors:\n", "error converting YAML to JSON: yaml: unmarshal errors:\n"} {
 		if rest, ok := strings.CutPrefix(msg, prefix); ok {
 			for _, line := range strings.Split(rest, "\n") {
-				addWarning(w, strings.TrimSpace(line))
+				addWarning(ctx, strings.TrimSpace(line))
 			}
 			return nil
 		}
 	}
-	addWarning(w, msg)
+	addWarning(ctx, msg)
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
@@ -184,17 +184,11 @@ func toStatus(err error) *metav1.Status {
 	return &status
 }
 
-// addWarning adds an RFC 7234 Warning header as kube-apiserver sends them;
-// like kube's, it drops a text a header cannot carry (control characters,
-// invalid UTF-8).
-func addWarning(w http.ResponseWriter, text string) {
-	addWarningBy(w, "", text)
-}
-
-func addWarningBy(w http.ResponseWriter, agent, text string) {
-	if header, err := utilnet.NewWarningHeader(299, agent, text); err == nil {
-		w.Header().Add("Warning", header)
-	}
+// addWarning adds an RFC 7234 Warning header to the request's answer, as
+// kube-apiserver sends them (once each, within its limits: see
+// warningRecorder).
+func addWarning(ctx context.Context, text string) {
+	warning.AddWarning(ctx, "", text)
 }
 
 // notAcceptable is the 406 clients fall back from.

@@ -179,7 +179,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 				}
 				return nil, apierrors.NewBadRequest(err.Error())
 			}
-			if err := checkApplyStrict(w, body, opts.fieldValidation); err != nil {
+			if err := checkApplyStrict(r.Context(), body, opts.fieldValidation); err != nil {
 				return nil, err
 			}
 		default:

@@ -309,7 +309,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		r.Method = http.MethodGet
 	}
 	if text, ok := req.res.DeprecationWarnings[req.version]; ok {
-		addWarning(w, text)
+		addWarning(r.Context(), text)
 	}
 	q := r.URL.Query()
 	// As kube-apiserver: ?watch= on a named object is a get.
