@@ -1289,3 +1289,20 @@ func TestApplyBodyDecoding(t *testing.T) {
 	r = k.do(t, "PATCH", path+"/dup.example.com", []byte("null"), "Content-Type: application/merge-patch+json")
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "Invalid JSON Patch")
 }
+
+// A YAML body is read strictly as kube-apiserver's strict YAML decoder
+// reads it: its duplicate keys are the first strict error (400 under
+// Strict; a warning per line under Warn).
+func TestYAMLBodyDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	const body = "apiVersion: resource.k8s.io/v1beta2\nkind: DeviceClass\nmetadata:\n  name: y.example.com\n  labels:\n    a: \"1\"\n    a: \"2\"\nspec: {}\n"
+	path := collectionPath(gvrDevClasses)
+	r := k.do(t, "POST", path+"?fieldValidation=Strict", []byte(body), "Content-Type: application/yaml")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		`DeviceClass in version "v1beta2" cannot be handled as a DeviceClass: strict decoding error: yaml: unmarshal errors:`, `line 7: key "a" already set in map`)
+	r = k.do(t, "POST", path, []byte(body), "Content-Type: application/yaml")
+	if r.Code != http.StatusCreated || !strings.Contains(r.Header.Get("Warning"), `line 7: key \"a\" already set in map`) {
+		t.Errorf("duplicate keys under Warn: %d, Warning %q, want 201 and the duplicate warned", r.Code, r.Header.Values("Warning"))
+	}
+}

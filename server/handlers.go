@@ -436,12 +436,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, err := readBody(r, bodyTypes(req.res)...)
+	body, _, yamlStrict, err := readObjectBody(r, bodyTypes(req.res)...)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	obj, err := decodeObject(w, r, req, body, opts.fieldValidation)
+	obj, err := decodeObject(w, r, req, body, opts.fieldValidation, yamlStrict...)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -653,12 +653,12 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, err := readBody(r, bodyTypes(req.res)...)
+	body, _, yamlStrict, err := readObjectBody(r, bodyTypes(req.res)...)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	obj, err := decodeObject(w, r, req, body, opts.fieldValidation)
+	obj, err := decodeObject(w, r, req, body, opts.fieldValidation, yamlStrict...)
 	if err != nil {
 		writeError(w, r, err)
 		return

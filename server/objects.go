@@ -30,12 +30,20 @@ import (
 // as JSON, converting YAML (a server-side apply configuration is returned
 // as sent: see decodeApplyConfig). allowed lists the accepted media types.
 func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
+	data, mt, _, err := readObjectBody(r, allowed...)
+	return data, mt, err
+}
+
+// readObjectBody is readBody for an object's body: a YAML one is also read
+// strictly, as kube-apiserver's strict YAML decoder reads it, and its
+// duplicate keys come back as a strict error (kube lists it first).
+func readObjectBody(r *http.Request, allowed ...string) ([]byte, string, []error, error) {
 	ct := r.Header.Get("Content-Type")
 	mt := "application/json"
 	if ct != "" {
 		var err error
 		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			return nil, "", unsupportedMediaType(allowed)
+			return nil, "", nil, unsupportedMediaType(allowed)
 		}
 	}
 	ok := false
@@ -45,32 +53,36 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 		}
 	}
 	if !ok {
-		return nil, "", unsupportedMediaType(allowed)
+		return nil, "", nil, unsupportedMediaType(allowed)
 	}
 	data, err := readAtMost(r.Body, r.ContentLength, maxBodyBytes+1)
 	if err != nil {
-		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
+		return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
 	}
 	if len(data) > maxBodyBytes {
-		return nil, "", apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+		return nil, "", nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
 	}
 	if mt == protobufMediaType {
 		obj, _, err := protobufCodec.Decode(data, nil, nil)
 		if err != nil {
-			return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
+			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
 		}
 		if data, err = json.Marshal(obj); err != nil {
-			return nil, "", apierrors.NewInternalError(err)
+			return nil, "", nil, apierrors.NewInternalError(err)
 		}
 	}
+	var strict []error
 	if mt == "application/yaml" {
 		js, err := yaml.YAMLToJSON(data)
 		if err != nil {
-			return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
+			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
+		}
+		if _, err := yaml.YAMLToJSONStrict(data); err != nil {
+			strict = append(strict, err)
 		}
 		data = js
 	}
-	return data, mt, nil
+	return data, mt, strict, nil
 }
 
 const protobufMediaType = "application/vnd.kubernetes.protobuf"
@@ -99,8 +111,10 @@ func unsupportedMediaType(allowed []string) error {
 }
 
 // decodeObject decodes a write's body for req, applying fieldValidation,
-// and checks the body's apiVersion and kind against the endpoint.
-func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, patchStrict ...error) (*unstructured.Unstructured, error) {
+// and checks the body's apiVersion and kind against the endpoint. leading
+// are strict errors found before (a patch's own, a YAML body's duplicate
+// keys), reported first, as kube-apiserver reports them.
+func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, leading ...error) (*unstructured.Unstructured, error) {
 	if !json.Valid(body) {
 		var syntax json.RawMessage
 		err := json.Unmarshal(body, &syntax)
@@ -138,8 +152,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	if obj.GetKind() != req.res.Kind && !req.res.Custom {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): kind %q does not match the kind of the endpoint", req.res.Kind, obj.GetKind()))
 	}
-	// A patch's own strict errors come first, as kube-apiserver lists them.
-	strictErrs = append(slices.Clip(patchStrict), strictErrs...)
+	strictErrs = append(slices.Clip(leading), strictErrs...)
 	if len(strictErrs) > 0 {
 		switch fieldValidation {
 		case metav1.FieldValidationStrict:
@@ -156,7 +169,9 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		case metav1.FieldValidationIgnore:
 		default:
 			for _, e := range strictErrs {
-				addWarning(r.Context(), e.Error())
+				for _, text := range strictWarnings(e) {
+					addWarning(r.Context(), text)
+				}
 			}
 		}
 	}
@@ -322,4 +337,21 @@ func partialMetadata(obj *unstructured.Unstructured, version string) *metav1.Par
 	data, _ := json.Marshal(meta)
 	_ = json.Unmarshal(data, &m.ObjectMeta)
 	return m
+}
+
+// strictWarnings are the warnings a strict decoding error gives under
+// fieldValidation=Warn, as kube-apiserver splits a YAML decoder's error
+// into one warning per line.
+func strictWarnings(err error) []string {
+	msg := err.Error()
+	for _, prefix := range []string{"yaml: unmarshal errors:\n", "error converting YAML to JSON: yaml: unmarshal errors:\n"} {
+		if rest, ok := strings.CutPrefix(msg, prefix); ok {
+			lines := strings.Split(rest, "\n")
+			for i, line := range lines {
+				lines[i] = strings.TrimSpace(line)
+			}
+			return lines
+		}
+	}
+	return []string{msg}
 }

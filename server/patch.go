@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -340,15 +339,8 @@ func checkApplyStrict(ctx context.Context, body []byte, fieldValidation string) 
 	if fieldValidation == metav1.FieldValidationStrict {
 		return apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
 	}
-	msg := err.Error()
-	for _, prefix := range []string{"yaml: unmarshal errors:\n", "error converting YAML to JSON: yaml: unmarshal errors:\n"} {
-		if rest, ok := strings.CutPrefix(msg, prefix); ok {
-			for _, line := range strings.Split(rest, "\n") {
-				addWarning(ctx, strings.TrimSpace(line))
-			}
-			return nil
-		}
+	for _, text := range strictWarnings(err) {
+		addWarning(ctx, text)
 	}
-	addWarning(ctx, msg)
 	return nil
 }
