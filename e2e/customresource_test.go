@@ -1642,9 +1642,9 @@ func TestCustomResourceUpdateMetadataRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	for patch, want := range map[string]string{
-		`{"metadata":{"finalizers":["bad finalizer"]}}`:                `metadata.finalizers: Invalid value: "bad finalizer"`,
+		`{"metadata":{"finalizers":["bad finalizer"]}}`:               `metadata.finalizers: Invalid value: "bad finalizer"`,
 		`{"metadata":{"finalizers":["orphan","foregroundDeletion"]}}`: "finalizer orphan and foregroundDeletion cannot be both set",
-		`{"metadata":{"generateName":"x/y%"}}`:                         `metadata.generateName: Invalid value: "x/y%": may not contain '/'`,
+		`{"metadata":{"generateName":"x/y%"}}`:                        `metadata.generateName: Invalid value: "x/y%": may not contain '/'`,
 	} {
 		_, err := gadgets.Patch(ctx, "meta", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
