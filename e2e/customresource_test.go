@@ -1335,6 +1335,10 @@ func TestCustomResourceBodyErrors(t *testing.T) {
 	if g := k.do(t, "GET", path+"/wrong", nil); g.Code != http.StatusNotFound {
 		t.Errorf("the object was stored: %d", g.Code)
 	}
+	// Another kind is not pruned (kube prunes only the CRD's kind): no
+	// unknown-field error before the kind's.
+	r = k.do(t, "POST", path+"?fieldValidation=Strict", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Widget","metadata":{"name":"wrong"},"spec":{"bogus":1}}`))
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `must be Gadget`)
 	// Without a kind, the body does not decode as a custom resource.
 	noKind := `{"apiVersion":"dyn.example.com/v1","metadata":{"name":"nokind"}}`
 	r = k.do(t, "POST", path, []byte(noKind))

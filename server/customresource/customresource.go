@@ -339,6 +339,11 @@ func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []
 	if !ok {
 		return nil, nil, fmt.Errorf("version %q is not served", v)
 	}
+	if kind, _ := obj["kind"].(string); kind != s.gk.Kind {
+		// Another kind: kube-apiserver's decoder neither prunes nor
+		// coerces it, and its validation refuses the kind.
+		return &unstructured.Unstructured{Object: obj}, strict, nil
+	}
 	unknown := structuralpruning.PruneWithOptions(obj, ver.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	// An explicit null where the schema allows none and has no default is
 	// dropped, as kube-apiserver's decoder drops it (Helm renders empty
