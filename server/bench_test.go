@@ -171,3 +171,24 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkListCustomResources times a LIST of 1,000 widgets in one
+// request.
+func BenchmarkListCustomResources(b *testing.B) {
+	serve := newBenchServer(b)
+	const n = 1000
+	for i := 0; i < n; i++ {
+		if rec := serve(http.MethodPost, benchWidgets, benchWidget(i)); rec.Code != http.StatusCreated {
+			b.Fatalf("create %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		if rec := serve(http.MethodGet, benchWidgets, ""); rec.Code != http.StatusOK {
+			b.Fatalf("list: %d %s", rec.Code, rec.Body)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
