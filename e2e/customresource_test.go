@@ -1335,6 +1335,10 @@ func TestCustomResourceBodyErrors(t *testing.T) {
 	if g := k.do(t, "GET", path+"/wrong", nil); g.Code != http.StatusNotFound {
 		t.Errorf("the object was stored: %d", g.Code)
 	}
+	// A kind that is not a string is read as kube reads a body's type
+	// first: unrecognized.
+	r = k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":5,"metadata":{"name":"five"}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the object provided is unrecognized (must be of type Gadget): couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string")
 	// Another kind is not pruned (kube prunes only the CRD's kind): no
 	// unknown-field error before the kind's.
 	r = k.do(t, "POST", path+"?fieldValidation=Strict", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Widget","metadata":{"name":"wrong"},"spec":{"bogus":1}}`))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,9 +116,20 @@ func unsupportedMediaType(allowed []string) error {
 // are strict errors found before (a patch's own, a YAML body's duplicate
 // keys), reported first, as kube-apiserver reports them.
 func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, leading ...error) (*unstructured.Unstructured, error) {
+	// As kube-apiserver reads a body's apiVersion and kind before anything
+	// else: JSON whose apiVersion or kind is not a string is unrecognized.
+	var typeMeta struct {
+		APIVersion string `json:"apiVersion,omitempty"`
+		Kind       string `json:"kind,omitempty"`
+	}
+	var err error
 	if !json.Valid(body) {
 		var syntax json.RawMessage
-		err := json.Unmarshal(body, &syntax)
+		err = json.Unmarshal(body, &syntax)
+	} else if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
+		err = json.Unmarshal(body, &typeMeta)
+	}
+	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", req.res.Kind, err, summarize(body)))
 	}
 	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
