@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -449,17 +448,7 @@ func TestCustomResourceDefinitionDeletionSkipsAdmission(t *testing.T) {
 	if _, err := crs.Create(ctx, cronTab("guarded"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	policy := newVAP("no-crontab-deletes")
-	policy.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
-	policy.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"stable.example.com"}, APIVersions: []string{"*"}, Resources: []string{"crontabs"}}
-	policy.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "crontabs stay"}}
-	adm := k.Client.AdmissionregistrationV1()
-	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, newVAPBinding("no-crontab-deletes", policy.Name), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	bindPolicy(t, k, denyDeletesPolicy("no-crontab-deletes", "stable.example.com", "crontabs", "crontabs stay"))
 	eventually(t, 10*time.Second, "the policy to deny deleting a CronTab", func() (bool, error) {
 		err := crs.Delete(ctx, "guarded", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "crontabs stay"), err

@@ -548,17 +548,7 @@ func TestNamespaceContentDeletion(t *testing.T) {
 	})
 
 	// Contents a policy keeps.
-	policy := newVAP("keep-gadgets")
-	policy.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
-	policy.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"dyn.example.com"}, APIVersions: []string{"*"}, Resources: []string{"gadgets"}}
-	policy.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "gadgets stay"}}
-	adm := k.Client.AdmissionregistrationV1()
-	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, newVAPBinding("keep-gadgets", policy.Name), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	bindPolicy(t, k, denyDeletesPolicy("keep-gadgets", "dyn.example.com", "gadgets", "gadgets stay"))
 	if _, err := namespaces.Create(ctx, newNamespace("kept"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

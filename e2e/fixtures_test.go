@@ -219,6 +219,28 @@ func newVAPBinding(name, policy string) *admissionregistrationv1.ValidatingAdmis
 	}
 }
 
+// denyDeletesPolicy is a policy refusing every DELETE of group/resource
+// with message.
+func denyDeletesPolicy(name, group, resource, message string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	policy := newVAP(name)
+	policy.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
+	policy.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}}
+	policy.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: message}}
+	return policy
+}
+
+// bindPolicy creates policy and a Deny binding of it, of the same name.
+func bindPolicy(t testing.TB, k *kapi, policy *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	t.Helper()
+	adm := k.Client.AdmissionregistrationV1()
+	if _, err := adm.ValidatingAdmissionPolicies().Create(ctxT(t), policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctxT(t), newVAPBinding(policy.Name, policy.Name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newDeviceClass(name string) *resourcev1beta2.DeviceClass {
 	return &resourcev1beta2.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

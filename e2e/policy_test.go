@@ -957,15 +957,6 @@ func TestPolicyScopeAsKube(t *testing.T) {
 	k := startMemKapi(t)
 	ctx := ctxT(t)
 	adm := k.Client.AdmissionregistrationV1()
-	bind := func(policy *admissionregistrationv1.ValidatingAdmissionPolicy) {
-		t.Helper()
-		if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, newVAPBinding(policy.Name, policy.Name), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	// Protect kube-system; other namespaces still delete.
 	protect := newVAP("protect-system")
@@ -973,12 +964,12 @@ func TestPolicyScopeAsKube(t *testing.T) {
 	protect.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
 	protect.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}
 	protect.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "kube-system stays"}}
-	bind(protect)
+	bindPolicy(t, k, protect)
 	// Guard webhook configurations.
 	guard := newVAP("guard-webhooks")
 	guard.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"admissionregistration.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"validatingwebhookconfigurations"}}
 	guard.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "guarded validatingwebhookconfigurations"}}
-	bind(guard)
+	bindPolicy(t, k, guard)
 	eventually(t, 10*time.Second, "the webhook guard to apply", func() (bool, error) {
 		_, err := adm.ValidatingWebhookConfigurations().Create(ctx, newVWC("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "guarded validatingwebhookconfigurations"), err
