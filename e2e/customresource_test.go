@@ -1649,3 +1649,20 @@ func TestCustomResourceUpdateMetadataRules(t *testing.T) {
 		}
 	}
 }
+
+// A /scale body's unknown fields are warned of under fieldValidation=Warn
+// (the default) and refused under Strict, as kube-apiserver decodes it.
+func TestCustomResourceScaleFieldValidation(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	const path = "/apis/dyn.example.com/v1/namespaces/default/gadgets"
+	mustCode(t, "create", k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"s"},"spec":{"replicas":1}}`)), http.StatusCreated)
+	body := []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","namespace":"default"},"spec":{"replicas":2,"bogus":1}}`)
+	r := k.do(t, "PUT", path+"/s/scale", body)
+	if r.Code != http.StatusOK || !strings.Contains(r.Header.Get("Warning"), `unknown field \"spec.bogus\"`) {
+		t.Errorf("PUT /scale with an unknown field: %d, Warning %q, want 200 and the field warned", r.Code, r.Header.Values("Warning"))
+	}
+	r = k.do(t, "PUT", path+"/s/scale?fieldValidation=Strict", body)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `unknown field "spec.bogus"`)
+}

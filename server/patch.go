@@ -43,14 +43,10 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, err)
 		return
 	}
-	var opts metav1.PatchOptions
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
-		writeError(w, r, apierrors.NewBadRequest(err.Error()))
-		return
-	}
 	patchType := types.PatchType(mt)
-	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
-		writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
+	opts, err := parsePatchOptions(r, patchType)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	dryRun := len(opts.DryRun) > 0
@@ -98,6 +94,18 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 	s.respondObject(w, r, req, http.StatusOK, updated)
+}
+
+// parsePatchOptions decodes and validates a PATCH's options for patchType.
+func parsePatchOptions(r *http.Request, patchType types.PatchType) (metav1.PatchOptions, error) {
+	var opts metav1.PatchOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return opts, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
+	return opts, nil
 }
 
 // jsonPatchOp is what kube-apiserver strictly decodes a JSON patch's

@@ -9,10 +9,8 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -123,13 +121,9 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 	req.options = opts.raw
 	var force bool
 	if r.Method == http.MethodPatch {
-		var popts metav1.PatchOptions
-		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &popts); err != nil {
-			writeError(w, r, apierrors.NewBadRequest(err.Error()))
-			return
-		}
-		if errs := metav1validation.ValidatePatchOptions(&popts, patchType); len(errs) > 0 {
-			writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
+		popts, err := parsePatchOptions(r, patchType)
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
 		force = popts.Force != nil && *popts.Force
@@ -196,8 +190,13 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 			if err != nil {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Scale): %v", err))
 			}
-			if len(strict) > 0 && opts.fieldValidation == metav1.FieldValidationStrict {
+			switch {
+			case len(strict) > 0 && opts.fieldValidation == metav1.FieldValidationStrict:
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %v", strict[0]))
+			case opts.fieldValidation != metav1.FieldValidationIgnore:
+				for _, e := range strict { // Warn, the default
+					addWarning(r.Context(), e.Error())
+				}
 			}
 			newU, err := scaleToUnstructured(scale)
 			if err != nil {
