@@ -68,6 +68,13 @@ func (f *fieldManagers) get(res *registry.Resource, version, subresource string)
 	if f.m == nil {
 		f.m = map[string]fieldManager{}
 	}
+	// The field managers of a descriptor the resource no longer serves
+	// (a CRD changed) go, with what they hold (type converter, schemas).
+	for k, e := range f.m {
+		if e.res != res && e.res.StorageResource() == res.StorageResource() {
+			delete(f.m, k)
+		}
+	}
 	f.m[key] = fieldManager{res: res, fm: fm}
 	return fm, nil
 }

@@ -3,6 +3,9 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/kapi-dev/kapi/openapi"
+	"github.com/kapi-dev/kapi/server/registry"
 )
 
 const vwcPath = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
@@ -99,6 +102,30 @@ func TestManagerName(t *testing.T) {
 	} {
 		if got := managerName(tc.fieldManager, tc.ua); got != tc.want {
 			t.Errorf("managerName(%q, %q) = %q, want %q", tc.fieldManager, tc.ua, got, tc.want)
+		}
+	}
+}
+
+// A CRD's change serves a new descriptor: the field managers of the one
+// it replaces are let go (with the schemas they hold).
+func TestFieldManagersForgetReplacedDescriptors(t *testing.T) {
+	var f fieldManagers
+	descriptor := func() *registry.Resource {
+		return &registry.Resource{Group: "example.com", Plural: "widgets", Kind: "Widget", Versions: []string{"v1"}, StorageVersion: "v1",
+			TypeConverter: openapi.ScaleTypeConverter}
+	}
+	first, second := descriptor(), descriptor()
+	for _, sub := range []string{"", "status"} {
+		if _, err := f.get(first, "v1", sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.get(second, "v1", ""); err != nil {
+		t.Fatal(err)
+	}
+	for k, e := range f.m {
+		if e.res == first {
+			t.Errorf("field manager %s of the replaced descriptor kept", k)
 		}
 	}
 }
