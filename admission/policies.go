@@ -2,12 +2,25 @@ package admission
 
 import (
 	"context"
+	"sync"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 )
 
 // excludedFromPolicies are the resources policies never apply to, as in
@@ -35,7 +48,7 @@ type Policies struct {
 // NewPolicies builds the policy plugin over w's caches and starts it until
 // ctx ends. mapper maps paramKinds to resources.
 func NewPolicies(ctx context.Context, w *Webhooks, params dynamic.Interface, mapper meta.RESTMapper) (*Policies, error) {
-	p := validating.NewPlugin(nil)
+	p := newPolicyPlugin()
 	p.SetExternalKubeInformerFactory(w.factory)
 	p.SetExternalKubeClientSet(w.cache)
 	p.SetDynamicClient(params)
@@ -66,3 +79,120 @@ func (p *Policies) Validate(ctx context.Context, attr admission.Attributes, o ad
 	// to the request's audit event.
 	return admission.WithAudit(p.plugin).(admission.ValidationInterface).Validate(ctx, attr, o)
 }
+
+// newPolicyPlugin is kube-apiserver's ValidatingAdmissionPolicy plugin
+// (validating.NewPlugin) assembled from the same parts, with the policies
+// compiled by compilePolicy.
+func newPolicyPlugin() *validating.Plugin {
+	p := &validating.Plugin{Plugin: generic.NewPlugin(
+		admission.NewHandler(admission.Connect, admission.Create, admission.Delete, admission.Update),
+		func(f informers.SharedInformerFactory, _ kubernetes.Interface, params dynamic.Interface, mapper meta.RESTMapper) generic.Source[validating.PolicyHook] {
+			return generic.NewPolicySource(
+				f.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer(),
+				f.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer(),
+				validating.NewValidatingAdmissionPolicyAccessor,
+				validating.NewValidatingAdmissionPolicyBindingAccessor,
+				compilePolicy,
+				f, params, mapper,
+			)
+		},
+		func(a authorizer.Authorizer, m *matching.Matcher, _ kubernetes.Interface) generic.Dispatcher[validating.PolicyHook] {
+			return validating.NewDispatcher(a, generic.NewPolicyMatcher(m))
+		},
+	)}
+	p.SetEnabled(true)
+	return p
+}
+
+// The CEL environments policies are compiled in, with and without strict
+// cost enforcement, each built once.
+var (
+	strictCostEnv  = sync.OnceValue(func() *plugincel.CompositionEnv { return newCompositionEnv(true) })
+	lenientCostEnv = sync.OnceValue(func() *plugincel.CompositionEnv { return newCompositionEnv(false) })
+)
+
+func newCompositionEnv(strictCost bool) *plugincel.CompositionEnv {
+	env, err := plugincel.NewCompositionEnv(plugincel.VariablesTypeName, environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion(), strictCost))
+	if err != nil {
+		panic(err) // the base environment is fixed: it compiles
+	}
+	return env
+}
+
+// compilePolicy compiles a policy's variables, matchConditions,
+// validations, messageExpressions and auditAnnotations as kube-apiserver's
+// plugin does, with one difference in cost, none in outcome: a policy with
+// no messageExpression, or no auditAnnotation, gets an evaluator that
+// evaluates nothing for them. The plugin's evaluators build the CEL
+// activation (the request, object and namespace converted to unstructured
+// by reflection) before looking at their expressions, so an empty group
+// cost as much as the validations themselves: two of the three
+// activations of a policy with validations only. (Kubernetes skips
+// empty groups itself in releases after the v1.33 libraries kapi uses.)
+func compilePolicy(policy *validating.Policy) validating.Validator {
+	strictCost := utilfeature.DefaultFeatureGate.Enabled(features.StrictCostEnforcementForVAP)
+	env := lenientCostEnv
+	if strictCost {
+		env = strictCostEnv
+	}
+	hasParams := policy.Spec.ParamKind != nil
+	withAuthorizer := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true, StrictCost: strictCost}
+	withoutAuthorizer := plugincel.OptionalVariableDeclarations{HasParams: hasParams, StrictCost: strictCost}
+	compiler := plugincel.NewCompositedCompilerFromTemplate(env())
+
+	variables := make([]plugincel.NamedExpressionAccessor, len(policy.Spec.Variables))
+	for i, v := range policy.Spec.Variables {
+		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	compiler.CompileAndStoreVariables(variables, withAuthorizer, environment.StoredExpressions)
+
+	var matcher matchconditions.Matcher
+	if conditions := policy.Spec.MatchConditions; len(conditions) > 0 {
+		expressions := make([]plugincel.ExpressionAccessor, len(conditions))
+		for i := range conditions {
+			expressions[i] = (*matchconditions.MatchCondition)(&conditions[i])
+		}
+		matcher = matchconditions.NewMatcher(compiler.CompileCondition(expressions, withAuthorizer, environment.StoredExpressions),
+			policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
+	}
+
+	validations := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
+	messages := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
+	var messageFilter plugincel.ConditionEvaluator = noExpressions{}
+	for i, v := range policy.Spec.Validations {
+		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
+		if v.MessageExpression != "" {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+			messageFilter = nil
+		}
+	}
+	if messageFilter == nil {
+		// Compiled with one entry per validation, nil where a validation
+		// has no messageExpression: results are matched by index.
+		messageFilter = compiler.CompileCondition(messages, withoutAuthorizer, environment.StoredExpressions)
+	}
+
+	var auditFilter plugincel.ConditionEvaluator = noExpressions{}
+	if len(policy.Spec.AuditAnnotations) > 0 {
+		annotations := make([]plugincel.ExpressionAccessor, len(policy.Spec.AuditAnnotations))
+		for i, a := range policy.Spec.AuditAnnotations {
+			annotations[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
+		}
+		auditFilter = compiler.CompileCondition(annotations, withAuthorizer, environment.StoredExpressions)
+	}
+
+	return validating.NewValidator(
+		compiler.CompileCondition(validations, withAuthorizer, environment.StoredExpressions),
+		matcher, auditFilter, messageFilter, policy.Spec.FailurePolicy)
+}
+
+// noExpressions is the evaluator of an empty group of expressions: it
+// evaluates nothing and leaves the cost budget as it is.
+type noExpressions struct{}
+
+func (noExpressions) ForInput(_ context.Context, _ *admission.VersionedAttributes, _ *admissionv1.AdmissionRequest,
+	_ plugincel.OptionalVariableBindings, _ *corev1.Namespace, budget int64) ([]plugincel.EvaluationResult, int64, error) {
+	return nil, budget, nil
+}
+
+func (noExpressions) CompilationErrors() []error { return nil }

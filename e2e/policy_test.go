@@ -323,6 +323,25 @@ func TestPolicyDenyMessages(t *testing.T) {
 		},
 		code: 403, reason: metav1.StatusReasonForbidden,
 		message: func(string) string { return "second" },
+	}, {
+		// messageExpressions belong to their own validation: one given by
+		// a later validation is not the message of an earlier one.
+		policy: "message-expressions-by-validation",
+		validations: []admissionregistrationv1.Validation{
+			{Expression: "true", MessageExpression: `"never used"`},
+			{Expression: polBadName, Message: "the second's own message"},
+			{Expression: polBadName, MessageExpression: `"the third's message"`},
+		},
+		code: 422, reason: metav1.StatusReasonInvalid,
+		message: func(string) string { return "the second's own message" },
+	}, {
+		policy: "message-expression-after-plain-validations",
+		validations: []admissionregistrationv1.Validation{
+			{Expression: "true", Message: "never fails"},
+			{Expression: polBadName, Message: "static", MessageExpression: `"computed for " + object.metadata.name`},
+		},
+		code: 422, reason: metav1.StatusReasonInvalid,
+		message: func(name string) string { return "computed for " + name },
 	}}
 	for _, c := range cases {
 		t.Run(c.policy, func(t *testing.T) {
