@@ -50,7 +50,8 @@ lint:
 # one table and writes the same figures to bench.json.
 bench:
 	$(GO) build -o $(BIN) .
-	$(GO) run ./hack/bench -kapi $(BIN) -json bench.json
+	$(GO) build -o bin/libfloor ./hack/libfloor
+	$(GO) run ./hack/bench -kapi $(BIN) -libfloor bin/libfloor -json bench.json
 
 # Regenerates the OpenAPI definitions of the built-in kinds (openapi/builtin)
 # with the official generator, from hack/tools' own module. (gotypesalias=0:

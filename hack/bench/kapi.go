@@ -195,6 +195,21 @@ func (k *kapiProc) RSSMiB() (rss, error) {
 	if err != nil {
 		return rss{}, err
 	}
+	return parseRSS(data)
+}
+
+// libraryFloor runs hack/libfloor's binary, which prints its own
+// /proc/self/status lines of resident memory once idle.
+func libraryFloor(bin string) (rss, error) {
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		return rss{}, fmt.Errorf("%s: %w", bin, err)
+	}
+	return parseRSS(out)
+}
+
+// parseRSS reads VmRSS, RssAnon and RssFile from /proc/<pid>/status text.
+func parseRSS(data []byte) (rss, error) {
 	var r rss
 	found := 0
 	for _, line := range strings.Split(string(data), "\n") {

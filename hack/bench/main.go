@@ -25,6 +25,7 @@ import (
 // bench holds the run's settings and the figures later phases combine.
 type bench struct {
 	bin     string // the kapi binary
+	floor   string // hack/libfloor's binary ("": not measured)
 	tmp     string // parent of every data dir
 	sync    string // --sync of the main phases
 	objects int    // objects of the main phase (10,000)
@@ -43,6 +44,7 @@ func main() { os.Exit(run()) }
 // run runs the benchmark and returns the exit code.
 func run() int {
 	bin := flag.String("kapi", "bin/kapi", "the kapi binary to benchmark")
+	floor := flag.String("libfloor", "", "hack/libfloor built: its idle RSS, the libraries' own, is reported beside kapi's")
 	jsonOut := flag.String("json", "bench.json", "where to write the figures as JSON (empty: nowhere)")
 	syncMode := flag.String("sync", "normal", "kapi's --sync mode for the main phases (kapi's default is normal); the other mode gets its own create figure")
 	objects := flag.Int("objects", 10000, "objects created in the main phase (the issue's figures are for 10,000)")
@@ -72,7 +74,7 @@ func run() int {
 	defer os.RemoveAll(tmp)
 	initClockTicks()
 
-	b := &bench{bin: absBin, tmp: tmp, sync: *syncMode, objects: *objects, r: &report{}, fresh32: map[string]float64{}}
+	b := &bench{bin: absBin, floor: *floor, tmp: tmp, sync: *syncMode, objects: *objects, r: &report{}, fresh32: map[string]float64{}}
 	start := time.Now()
 	b.r.Header = header{
 		Note:     "the load generator and kapi share this machine",

@@ -137,6 +137,13 @@ func (b *bench) mainPhase() (err error) {
 		b.r.add("RSS idle: of which anonymous (heap, stacks)", rss.Anon, "MiB")
 		b.r.add("RSS idle: of which the binary's own mapped pages", rss.File, "MiB")
 	}
+	if b.floor != "" {
+		if rss, err := libraryFloor(b.floor); b.r.check("RSS of the libraries alone", err) {
+			b.r.add("RSS idle of a program that only links kapi's libraries (hack/libfloor)", rss.Total, "MiB")
+			b.r.add("RSS idle of the libraries alone: of which anonymous", rss.Anon, "MiB")
+			b.r.add("RSS idle of the libraries alone: of which the binary's own mapped pages", rss.File, "MiB")
+		}
+	}
 
 	n := b.objects
 	objects := thousands(n)
