@@ -1328,6 +1328,18 @@ func TestCustomResourceBodyErrors(t *testing.T) {
 	// first: unrecognized.
 	r = k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":5,"metadata":{"name":"five"}}`))
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the object provided is unrecognized (must be of type Gadget): couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string")
+	// So is one given twice, the string last; and one under another
+	// case of its name, which that reading matches too, even where the
+	// schema keeps unknown fields.
+	r = k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":5,"kind":"Gadget","metadata":{"name":"twice"}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the object provided is unrecognized (must be of type Gadget): couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string")
+	open := newCRD("opens", "dyn.example.com")
+	open.Spec.Versions[0].Schema.OpenAPIV3Schema.XPreserveUnknownFields = ptrTo(true)
+	createCRD(t, k, open)
+	r = k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/default/opens", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Open","KIND":5,"metadata":{"name":"cased"}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the object provided is unrecognized (must be of type Open): couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string")
+	r = k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/default/opens", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Open","metadata":{"name":"plain"},"Other":5}`))
+	mustCode(t, "create with an unknown field kept", r, http.StatusCreated)
 	// Another kind is not pruned (kube prunes only the CRD's kind): no
 	// unknown-field error before the kind's.
 	r = k.do(t, "POST", path+"?fieldValidation=Strict", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Widget","metadata":{"name":"wrong"},"spec":{"bogus":1}}`))

@@ -115,9 +115,10 @@ func unsupportedMediaType(allowed []string) error {
 // and checks the body's apiVersion and kind against the endpoint. leading
 // are strict errors found before (a patch's own, a YAML body's duplicate
 // keys), reported first, as kube-apiserver reports them.
-func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, leading ...error) (*unstructured.Unstructured, error) {
-	// As kube-apiserver reads a body's apiVersion and kind before anything
-	// else: JSON whose apiVersion or kind is not a string is unrecognized.
+// readTypeMeta reads body's apiVersion and kind as kube-apiserver does
+// before decoding anything else: malformed JSON, or an apiVersion or kind
+// that is not a string, makes the object unrecognized.
+func readTypeMeta(req *resourceRequest, body []byte) error {
 	var typeMeta struct {
 		APIVersion string `json:"apiVersion,omitempty"`
 		Kind       string `json:"kind,omitempty"`
@@ -130,9 +131,43 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		err = json.Unmarshal(body, &typeMeta)
 	}
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", req.res.Kind, err, summarize(body)))
+		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", req.res.Kind, err, summarize(body)))
 	}
+	return nil
+}
+
+// plainTypeMeta tells whether readTypeMeta accepts the body that decoded
+// into obj without an error and without strict errors (so with no key
+// given twice): its apiVersion and kind are strings or null, and no other
+// top-level key stands for them (encoding/json matches field names
+// case-insensitively).
+func plainTypeMeta(obj map[string]any) bool {
+	for k, v := range obj {
+		if !strings.EqualFold(k, "apiVersion") && !strings.EqualFold(k, "kind") {
+			continue
+		}
+		if k != "apiVersion" && k != "kind" {
+			return false
+		}
+		if _, ok := v.(string); !ok && v != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, leading ...error) (*unstructured.Unstructured, error) {
 	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
+	// kube-apiserver reads a body's apiVersion and kind before anything
+	// else: JSON whose apiVersion or kind is not a string is unrecognized.
+	// A body the kind decoded cleanly is valid JSON, and its apiVersion
+	// and kind are known from the object: that reading is needed only
+	// otherwise.
+	if err != nil || len(strictErrs) > 0 || !plainTypeMeta(obj.Object) {
+		if err := readTypeMeta(req, body); err != nil {
+			return nil, err
+		}
+	}
 	if err != nil && req.isPatch {
 		// kube-apiserver reports a patch whose result does not decode as
 		// an invalid patch.
