@@ -25,6 +25,15 @@ func TestMetricsAndHealth(t *testing.T) {
 	if _, err := dcs.List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A watch from resourceVersion 0 gets the three as ADDED events.
+	w, err := dcs.Watch(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		<-w.ResultChan()
+	}
+	w.Stop()
 	body := string(k.do(t, "GET", "/metrics", nil).Body)
 	for _, want := range []string{
 		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="POST",version="v1beta2"} 3`,
@@ -32,6 +41,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="LIST",version="v1beta2"} 1`,
 		`apiserver_storage_objects{resource="deviceclasses.resource.k8s.io"} 3`,
 		`apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="POST",version="v1beta2"} 3`,
+		`apiserver_watch_events_total{group="resource.k8s.io",kind="DeviceClass",version="v1beta2"} 3`,
 		"kapi_storage_commit_duration_seconds_count",
 		"kapi_storage_db_size_bytes",
 		"process_resident_memory_bytes",

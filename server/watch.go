@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -306,6 +307,17 @@ type watchWriter struct {
 	shareable bool
 	// buf is reused for the frames of the events.
 	buf []byte
+	// sent counts the events sent: the watch events metric of the
+	// watch's group, version and kind, looked up at the first event.
+	sent prometheus.Counter
+}
+
+// countEvent counts one event sent to the client.
+func (ww *watchWriter) countEvent() {
+	if ww.sent == nil {
+		ww.sent = ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind)
+	}
+	ww.sent.Inc()
 }
 
 func newWatchWriter(s *Server, w http.ResponseWriter, r *http.Request, flusher http.Flusher, req *resourceRequest, out output, sel *selection) *watchWriter {
@@ -516,7 +528,7 @@ func (ww *watchWriter) sendShared(typ string, se *sharedEvent, old bool) bool {
 	if err != nil {
 		return ww.sendError(err)
 	}
-	ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind).Inc()
+	ww.countEvent()
 	return ww.writeObjectEvent(typ, data)
 }
 
@@ -526,7 +538,7 @@ func (ww *watchWriter) send(typ string, obj *unstructured.Unstructured) bool {
 	if err != nil {
 		return ww.sendError(err)
 	}
-	ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind).Inc()
+	ww.countEvent()
 	return ww.writeObjectEvent(typ, data)
 }
 
