@@ -124,8 +124,8 @@ func newCompositionEnv(strictCost bool) *plugincel.CompositionEnv {
 // plugin does, with one difference in cost, none in outcome: a policy with
 // no messageExpression, or no auditAnnotation, gets an evaluator that
 // evaluates nothing for them. The plugin's evaluators build the CEL
-// activation (the request, object and namespace converted to unstructured
-// by reflection) before looking at their expressions, so an empty group
+// activation (the request and the namespace converted to unstructured by
+// reflection) before looking at their expressions, so an empty group
 // cost as much as the validations themselves: two of the three
 // activations of a policy with validations only. (Kubernetes skips
 // empty groups itself in releases after the v1.33 libraries kapi uses.)

@@ -111,10 +111,6 @@ func unsupportedMediaType(allowed []string) error {
 	}}
 }
 
-// decodeObject decodes a write's body for req, applying fieldValidation,
-// and checks the body's apiVersion and kind against the endpoint. leading
-// are strict errors found before (a patch's own, a YAML body's duplicate
-// keys), reported first, as kube-apiserver reports them.
 // readTypeMeta reads body's apiVersion and kind as kube-apiserver does
 // before decoding anything else: malformed JSON, or an apiVersion or kind
 // that is not a string, makes the object unrecognized.
@@ -156,6 +152,10 @@ func plainTypeMeta(obj map[string]any) bool {
 	return true
 }
 
+// decodeObject decodes a write's body for req, applying fieldValidation,
+// and checks the body's apiVersion and kind against the endpoint. leading
+// are strict errors found before (a patch's own, a YAML body's duplicate
+// keys), reported first, as kube-apiserver reports them.
 func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, leading ...error) (*unstructured.Unstructured, error) {
 	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
 	// kube-apiserver reads a body's apiVersion and kind before anything
