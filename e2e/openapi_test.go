@@ -6,8 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	openapi_v3 "github.com/google/gnostic-models/openapiv3"
+	"google.golang.org/protobuf/proto"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	openapiclient "k8s.io/client-go/openapi"
 )
 
 // kubectl explain reads the OpenAPI documents: built-in kinds carry their
@@ -140,8 +144,73 @@ func TestOpenAPIV2Protobuf(t *testing.T) {
 	if ct := r.Header.Get("Content-Type"); r.Code != 200 || ct != "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" || r.Header.Get("Vary") != "Accept" {
 		t.Errorf("protobuf /openapi/v2: %d, Content-Type %q, Vary %q", r.Code, ct, r.Header.Get("Vary"))
 	}
-	if r := k.do(t, "GET", "/openapi/v2", nil, "Accept: text/plain"); r.Code != 406 {
-		t.Errorf("/openapi/v2 as text/plain: %d, want 406", r.Code)
+	// A media type neither JSON nor protobuf: a bare 406, as kube-openapi's
+	// handlers answer.
+	if r := k.do(t, "GET", "/openapi/v2", nil, "Accept: text/plain"); r.Code != 406 || len(r.Body) != 0 {
+		t.Errorf("/openapi/v2 as text/plain: %d %q, want 406 without a body", r.Code, r.Body)
+	}
+}
+
+// /openapi/v3's group versions are served as protobuf too, under the JSON
+// document's hash, as client-go's OpenAPI v3 client can ask for them.
+func TestOpenAPIV3Protobuf(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crd := newCRD("gizmos", "pb3.example.com")
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settledCRD(ctx, t, k, crd.Name)
+	paths, err := k.Client.Discovery().OpenAPIV3().Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvPath := range []string{"apis/pb3.example.com/v1", "apis/admissionregistration.k8s.io/v1", "api/v1"} {
+		if _, ok := paths[gvPath]; !ok {
+			t.Fatalf("/openapi/v3 lists no %s", gvPath)
+		}
+	}
+	// Every document is valid OpenAPI v3 for the protobuf encoding.
+	for gvPath, gv := range paths {
+		jsonDoc, err := gv.Schema(runtime.ContentTypeJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, err := gv.Schema(openapiclient.ContentTypeOpenAPIV3PB)
+		if err != nil {
+			t.Fatalf("%s as protobuf: %v", gvPath, err)
+		}
+		var got openapi_v3.Document
+		if err := proto.Unmarshal(pb, &got); err != nil {
+			t.Fatalf("%s: the protobuf answer does not decode: %v", gvPath, err)
+		}
+		want, err := openapi_v3.ParseDocument(jsonDoc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(&got, want) {
+			t.Errorf("%s: the protobuf document is not the JSON one (%d paths against %d)", gvPath, len(got.GetPaths().GetPath()), len(want.GetPaths().GetPath()))
+		}
+	}
+
+	const doc = "/openapi/v3/apis/pb3.example.com/v1"
+	asJSON := k.do(t, "GET", doc, nil)
+	for _, accept := range []string{"application/com.github.proto-openapi.spec.v3.v1.0+protobuf", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"} {
+		r := k.do(t, "GET", doc, nil, "Accept: "+accept)
+		if ct := r.Header.Get("Content-Type"); r.Code != 200 || ct != "application/com.github.proto-openapi.spec.v3.v1.0+protobuf" || r.Header.Get("Vary") != "Accept" {
+			t.Errorf("%s as %s: %d, Content-Type %q, Vary %q", doc, accept, r.Code, ct, r.Header.Get("Vary"))
+		}
+		if r.Header.Get("Etag") != asJSON.Header.Get("Etag") || r.Header.Get("Etag") == "" {
+			t.Errorf("%s as %s: ETag %q, the JSON's %q", doc, accept, r.Header.Get("Etag"), asJSON.Header.Get("Etag"))
+		}
+	}
+	// JSON comes first for a client that takes either.
+	if r := k.do(t, "GET", doc, nil, "Accept: application/*"); r.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("%s as application/*: Content-Type %q, want application/json", doc, r.Header.Get("Content-Type"))
+	}
+	if r := k.do(t, "GET", doc, nil, "Accept: text/plain"); r.Code != 406 || len(r.Body) != 0 {
+		t.Errorf("%s as text/plain: %d %q, want 406 without a body", doc, r.Code, r.Body)
 	}
 }
 

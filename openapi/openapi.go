@@ -26,14 +26,24 @@ func GroupVersionPath(group, version string) string {
 
 var queryParams = []string{"dryRun", "fieldManager", "fieldValidation", "pretty"}
 
-// paramV3 and paramV2 are a string query parameter as each version of
-// OpenAPI describes it (v2 has no schema for parameters outside the body).
+// paramType is the type of a query parameter: force is a boolean, the
+// others strings.
+func paramType(name string) string {
+	if name == "force" {
+		return "boolean"
+	}
+	return "string"
+}
+
+// paramV3 and paramV2 are a query parameter as each version of OpenAPI
+// describes it, as kube-apiserver's documents do: v3 gives it a schema,
+// v2 has none for parameters outside the body.
 func paramV3(name string) map[string]any {
-	return map[string]any{"name": name, "in": "query", "schema": map[string]any{"type": "string"}, "uniqueItems": true}
+	return map[string]any{"name": name, "in": "query", "schema": map[string]any{"type": paramType(name), "uniqueItems": true}}
 }
 
 func paramV2(name string) map[string]any {
-	return map[string]any{"name": name, "in": "query", "type": "string", "uniqueItems": true}
+	return map[string]any{"name": name, "in": "query", "type": paramType(name), "uniqueItems": true}
 }
 
 // V3 returns the OpenAPI v3 document of one group version.

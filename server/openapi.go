@@ -9,11 +9,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/munnerz/goautoneg"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/kube-openapi/pkg/handler"
+	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -35,6 +37,20 @@ type gvDocument struct {
 	document
 	built time.Time
 	from  gvSources
+	proto *protoDocument
+}
+
+// protoDocument is a v3 document as protobuf, converted from its JSON on
+// the first request for it.
+type protoDocument struct {
+	once sync.Once
+	data []byte
+	err  error
+}
+
+func (p *protoDocument) get(json []byte) ([]byte, error) {
+	p.once.Do(func() { p.data, p.err = handler3.ToV3ProtoBinary(json) })
+	return p.data, p.err
 }
 
 // gvSources are what a group version's document is built from: its
@@ -131,7 +147,7 @@ func (s *Server) buildGVDocuments(previous map[string]gvDocument) (map[string]gv
 		if err != nil {
 			return nil, err
 		}
-		out[p] = gvDocument{document: doc, built: time.Now(), from: src}
+		out[p] = gvDocument{document: doc, built: time.Now(), from: src, proto: &protoDocument{}}
 	}
 	return out, nil
 }
@@ -180,7 +196,42 @@ func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
 	serveDocument(w, r, newDocument(data), built)
 }
 
-// serveOpenAPIV3 answers /openapi/v3/<api|apis/group>/<version>.
+// The media types of the OpenAPI documents, as kube-openapi names them:
+// JSON, and protobuf (the older name, with '@', is accepted too).
+const (
+	openAPIJSON          = "json"
+	openAPIV2ProtobufOld = "com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	openAPIV2Protobuf    = "com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	openAPIV3ProtobufOld = "com.github.proto-openapi.spec.v3@v1.0+protobuf"
+	openAPIV3Protobuf    = "com.github.proto-openapi.spec.v3.v1.0+protobuf"
+)
+
+// negotiateOpenAPI picks, as kube-openapi's handlers do, the first of
+// subTypes (all of type application) that the request's Accept clauses
+// allow, in the clauses' order; ok is false when none is acceptable.
+func negotiateOpenAPI(r *http.Request, subTypes ...string) (subType string, ok bool) {
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		accept = "*/*"
+	}
+	for _, clause := range goautoneg.ParseAccept(accept) {
+		for _, st := range subTypes {
+			if (clause.Type == "application" || clause.Type == "*") && (clause.SubType == st || clause.SubType == "*") {
+				return st, true
+			}
+		}
+	}
+	return "", false
+}
+
+// openAPINotAcceptable answers a request for an OpenAPI document in a
+// media type it is not served in: a bare 406, as kube-openapi's handlers.
+func openAPINotAcceptable(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusNotAcceptable)
+}
+
+// serveOpenAPIV3 answers /openapi/v3/<api|apis/group>/<version>, as JSON
+// or protobuf by the first acceptable media type, as kube-apiserver.
 func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	want := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3/"), "/")
 	docs, _, err := s.gvDocuments()
@@ -193,9 +244,15 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFoundPath(r))
 		return
 	}
+	w.Header().Add("Vary", "Accept")
+	subType, ok := negotiateOpenAPI(r, openAPIJSON, openAPIV3Protobuf, openAPIV3ProtobufOld)
+	if !ok {
+		openAPINotAcceptable(w)
+		return
+	}
 	// As kube-openapi's handler: a hashed URL is cached for good, and one
-	// whose hash is stale redirects to the current one.
-	w.Header().Set("Vary", "Accept")
+	// whose hash is stale redirects to the current one. Both forms carry
+	// the hash of the JSON.
 	switch hash := r.URL.Query().Get("hash"); {
 	case hash == "": // no-cache, private, as every answer
 	case hash != doc.hash:
@@ -205,53 +262,39 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, immutable")
 		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).Format(time.RFC1123))
 	}
-	serveDocument(w, r, doc.document, doc.built)
+	if subType == openAPIJSON {
+		serveDocument(w, r, doc.document, doc.built)
+		return
+	}
+	data, err := doc.proto.get(doc.data)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	serveDocumentAs(w, r, "application/"+openAPIV3Protobuf, document{data: data, hash: doc.hash}, doc.built)
 }
-
-// The protobuf media types of the OpenAPI v2 document, as kube-openapi
-// names them (the first is the older, with '@').
-const (
-	openAPIV2ProtobufOld = "com.github.proto-openapi.spec.v2@v1.0+protobuf"
-	openAPIV2Protobuf    = "com.github.proto-openapi.spec.v2.v1.0+protobuf"
-)
 
 // serveOpenAPIV2 answers /openapi/v2: the operations of the built-in kinds
 // and the documents of every served custom resource version, as JSON or
 // protobuf by the first acceptable media type, as kube-apiserver.
 func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
-	accept := r.Header.Get("Accept")
-	if accept == "" {
-		accept = "*/*"
-	}
 	w.Header().Add("Vary", "Accept")
-	for _, clause := range goautoneg.ParseAccept(accept) {
-		if clause.Type != "application" && clause.Type != "*" {
-			continue
-		}
-		var (
-			doc         document
-			built       time.Time
-			err         error
-			contentType string
-		)
-		switch clause.SubType {
-		case "json", "*":
-			doc, built, err = s.v2Document()
-			contentType = "application/json"
-		case openAPIV2Protobuf, openAPIV2ProtobufOld:
-			doc, built, err = s.v2ProtoDocument()
-			contentType = "application/" + openAPIV2Protobuf
-		default:
-			continue
-		}
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		serveDocumentAs(w, r, contentType, doc, built)
+	subType, ok := negotiateOpenAPI(r, openAPIJSON, openAPIV2Protobuf, openAPIV2ProtobufOld)
+	if !ok {
+		openAPINotAcceptable(w)
 		return
 	}
-	writeError(w, r, notAcceptable())
+	doc, built, err := s.v2Document()
+	contentType := "application/json"
+	if subType != openAPIJSON {
+		doc, built, err = s.v2ProtoDocument()
+		contentType = "application/" + openAPIV2Protobuf
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	serveDocumentAs(w, r, contentType, doc, built)
 }
 
 // buildV2Document builds the /openapi/v2 document: the operations of the
