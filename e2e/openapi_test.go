@@ -30,6 +30,11 @@ func TestOpenAPIExplain(t *testing.T) {
 	if out := k.mustKubectl(t, "explain", "deviceclass.spec.selectors.cel.expression"); !strings.Contains(out, "<string>") {
 		t.Errorf("explain of a DeviceClass field:\n%s", out)
 	}
+	// A field of another type keeps its own description beside its
+	// type's (the v3 documents wrap such references in allOf).
+	if out := k.mustKubectl(t, "explain", "namespace.spec"); !strings.Contains(out, "Spec defines the behavior of the Namespace.") || !strings.Contains(out, "NamespaceSpec describes the attributes") {
+		t.Errorf("explain of a field of another type:\n%s", out)
+	}
 
 	crd := newCRD("gizmos", "explain.example.com")
 	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
@@ -266,5 +271,48 @@ spec:
 	}
 	if e := spec["extra"]; len(e) != 0 {
 		t.Errorf("spec.extra %v, want {} (a nullable object in OpenAPI v2)", e)
+	}
+}
+
+// The built-in kinds' documents take kube-apiserver's form: v2 without
+// defaults (so a CRD's merged in renames none of the shared definitions),
+// and a CRD serving a kind in a built-in group version adds to that group
+// version's v3 document.
+func TestOpenAPIBuiltinsBesideCRDs(t *testing.T) {
+	t.Parallel()
+	requireKubectl(t)
+	k := startMemKapi(t)
+	crd := newCRD("foos", "admissionregistration.k8s.io")
+	crd.Annotations = map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes/kubernetes/pull/1"}
+	createCRD(t, k, crd)
+
+	var v2 struct {
+		Definitions map[string]map[string]any `json:"definitions"`
+	}
+	if err := json.Unmarshal(k.do(t, "GET", "/openapi/v2", nil).Body, &v2); err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range v2.Definitions {
+		if strings.HasSuffix(name, "_v2") {
+			t.Errorf("/openapi/v2 has a renamed definition %s", name)
+		}
+		if data, _ := json.Marshal(def); strings.HasPrefix(name, "io.k8s.api.") && strings.Contains(string(data), `"default"`) {
+			t.Errorf("/openapi/v2 definition %s has a default: %s", name, data)
+		}
+	}
+
+	var v3 struct {
+		Paths map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(k.do(t, "GET", "/openapi/v3/apis/admissionregistration.k8s.io/v1", nil).Body, &v3); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/apis/admissionregistration.k8s.io/v1/namespaces/{namespace}/foos", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"} {
+		if _, ok := v3.Paths[p]; !ok {
+			t.Errorf("the v3 document of admissionregistration.k8s.io/v1 lacks %s", p)
+		}
+	}
+	if out := k.mustKubectl(t, "explain", "mutatingwebhookconfiguration.webhooks.sideEffects"); !strings.Contains(out, "SideEffects states whether") {
+		t.Errorf("explain of a built-in kind beside a CRD in its group version:\n%s", out)
 	}
 }

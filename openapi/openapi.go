@@ -7,6 +7,9 @@ package openapi
 
 import (
 	"sort"
+
+	util3 "k8s.io/kube-openapi/pkg/builder3/util"
+	"k8s.io/kube-openapi/pkg/handler"
 )
 
 // Kind is one served resource in one version.
@@ -49,10 +52,14 @@ func paramV2(name string) map[string]any {
 // V3 returns the OpenAPI v3 document of one group version.
 func V3(group, version string, kinds []Kind) map[string]any {
 	return map[string]any{
-		"openapi":    "3.0.0",
-		"info":       map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
-		"paths":      operations(kinds, paramV3),
-		"components": map[string]any{"schemas": schemasFor("#/components/schemas/", kinds)},
+		"openapi": "3.0.0",
+		"info":    map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
+		"paths":   operations(kinds, paramV3),
+		// As kube-apiserver's v3 builder: a $ref with siblings (a field's
+		// description, its default) is wrapped in allOf, since OpenAPI 3.0
+		// ignores whatever stands beside a $ref (kubectl explain would lose
+		// the field's description).
+		"components": map[string]any{"schemas": schemasFor("#/components/schemas/", kinds, util3.WrapRefs)},
 	}
 }
 
@@ -106,9 +113,10 @@ func operations(kinds []Kind, param func(string) map[string]any) map[string]any 
 // V2 returns the OpenAPI v2 (swagger) document of every kind.
 func V2(kinds []Kind) map[string]any {
 	return map[string]any{
-		"swagger":     "2.0",
-		"info":        map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
-		"paths":       operations(kinds, paramV2),
-		"definitions": schemasFor("#/definitions/", kinds),
+		"swagger": "2.0",
+		"info":    map[string]any{"title": "Kubernetes", "version": "v1.33.0"},
+		"paths":   operations(kinds, paramV2),
+		// As kube-apiserver publishes v2: without defaults.
+		"definitions": schemasFor("#/definitions/", kinds, handler.PruneDefaultsSchema),
 	}
 }

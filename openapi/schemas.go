@@ -91,15 +91,15 @@ func definitions(prefix string, roots []string) map[string]*spec.Schema {
 // schemasFor returns the definitions of kinds and of everything they
 // reference, with $refs under prefix, each kind's marked with its group,
 // version and kind as kube-apiserver marks them
-// (x-kubernetes-group-version-kind).
-func schemasFor(prefix string, kinds []Kind) map[string]any {
+// (x-kubernetes-group-version-kind), and each passed through publish.
+func schemasFor(prefix string, kinds []Kind, publish func(*spec.Schema) *spec.Schema) map[string]any {
 	var roots []string
 	for _, k := range kinds {
 		roots = append(roots, typeName(k.Group, k.Version, k.Kind), typeName(k.Group, k.Version, k.Kind+"List"))
 	}
 	out := map[string]any{}
 	for name, s := range definitions(prefix, roots) {
-		data, err := json.Marshal(s)
+		data, err := json.Marshal(publish(s))
 		var m map[string]any
 		if err == nil && json.Unmarshal(data, &m) == nil {
 			out[name] = m

@@ -152,19 +152,37 @@ func (s *Server) buildGVDocuments(previous map[string]gvDocument) (map[string]gv
 	return out, nil
 }
 
-// buildGVDocument builds a group version's document: its custom resources'
-// documents merged or, where it has none, that of its built-in kinds.
+// buildGVDocument builds a group version's document: that of its built-in
+// kinds merged with its custom resources' documents (a CRD may serve a
+// kind in a built-in group version).
 func buildGVDocument(src gvSources) (document, error) {
-	var doc any
-	if len(src.custom) > 0 {
-		merged, err := builder.MergeSpecsV3(src.custom...)
+	var builtin any
+	if len(src.builtin) > 0 {
+		builtin = openapi.V3(src.builtin[0].Group, src.builtin[0].Version, slices.Clone(src.builtin)) // V3 sorts its kinds
+	}
+	if len(src.custom) == 0 {
+		return marshalDocument(builtin)
+	}
+	docs := src.custom
+	if builtin != nil {
+		data, err := json.Marshal(builtin)
 		if err != nil {
 			return document{}, err
 		}
-		doc = merged
-	} else {
-		doc = openapi.V3(src.builtin[0].Group, src.builtin[0].Version, slices.Clone(src.builtin)) // V3 sorts its kinds
+		var doc spec3.OpenAPI
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return document{}, err
+		}
+		docs = append([]*spec3.OpenAPI{&doc}, docs...)
 	}
+	merged, err := builder.MergeSpecsV3(docs...)
+	if err != nil {
+		return document{}, err
+	}
+	return marshalDocument(merged)
+}
+
+func marshalDocument(doc any) (document, error) {
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return document{}, err
