@@ -8,7 +8,11 @@ import (
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -452,4 +456,121 @@ func TestTable(t *testing.T) {
 			t.Errorf("PartialObjectMetadataList: %+v", l)
 		}
 	})
+}
+
+// Discovery in kube-apiserver's shape: groups by priority then name (CRD
+// groups after the built-in ones, whatever the order of creation), a
+// CRD with no served version left out (legacy discovery answered 500), a
+// Terminating CRD's resource with only the verbs that read and delete,
+// response kinds without group and version for built-in kinds, status
+// before scale, no apiVersion on /api/v1 nor on /apis' items, no storage
+// version hash for an unserved storage version, aggregated discovery in
+// v2 only, and a /version whose gitVersion is no semver prerelease.
+func TestDiscoveryAsKube(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	const aggregatedV2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+	scaled := func(group string) *apiextensionsv1.CustomResourceDefinition {
+		crd := newCRD("widgets", group)
+		crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{
+			Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+			Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.size", StatusReplicasPath: ".status.size"},
+		}
+		return crd
+	}
+	createCRD(t, k, scaled("b.example.com"))
+	createCRD(t, k, scaled("a.example.com"))
+	unserved := newCRD("gadgets", "unserved.example.com")
+	unserved.Spec.Versions[0].Served = false
+	createCRD(t, k, unserved)
+	hidden := newCRD("things", "hidden.example.com")
+	hidden.Spec.Versions = append(hidden.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: "v2", Served: true, Schema: hidden.Spec.Versions[0].Schema,
+	})
+	hidden.Spec.Versions[0].Served = false // the storage version
+	createCRD(t, k, hidden)
+
+	var groups metav1.APIGroupList
+	r := k.do(t, "GET", "/apis", nil)
+	decodeInto(t, r, &groups)
+	var names []string
+	for _, g := range groups.Groups {
+		names = append(names, g.Name)
+	}
+	want := "admissionregistration.k8s.io,apiextensions.k8s.io,resource.k8s.io,a.example.com,b.example.com,hidden.example.com"
+	if strings.Join(names, ",") != want {
+		t.Errorf("/apis groups %v, want %s", names, want)
+	}
+	if strings.Contains(string(r.Body), `"kind":"APIGroup"`) {
+		t.Errorf("/apis items carry a kind: %s", r.Body)
+	}
+	if _, err := k.Client.Discovery().ServerGroups(); err != nil {
+		t.Errorf("client-go legacy discovery: %v", err)
+	}
+
+	var aggregated apidiscoveryv2.APIGroupDiscoveryList
+	decodeInto(t, k.do(t, "GET", "/apis", nil, "Accept: "+aggregatedV2), &aggregated)
+	names = nil
+	for _, g := range aggregated.Items {
+		names = append(names, g.Name)
+	}
+	if strings.Join(names, ",") != want {
+		t.Errorf("aggregated /apis groups %v, want %s", names, want)
+	}
+	for _, g := range aggregated.Items {
+		for _, v := range g.Versions {
+			for _, res := range v.Resources {
+				switch {
+				case g.Name == "a.example.com":
+					if res.ResponseKind.Group != "a.example.com" || res.ResponseKind.Version != "v1" || len(res.Subresources) != 2 ||
+						res.Subresources[0].Subresource != "status" || res.Subresources[1].Subresource != "scale" ||
+						strings.Join(res.Verbs, ",") != "delete,deletecollection,get,list,patch,create,update,watch" {
+						t.Errorf("aggregated widgets of a.example.com: %+v", res)
+					}
+				case strings.HasSuffix(g.Name, ".k8s.io"):
+					if res.ResponseKind.Group != "" || res.ResponseKind.Version != "" || res.ResponseKind.Kind == "" {
+						t.Errorf("aggregated %s/%s: response kind %+v, want the kind alone", g.Name, res.Resource, res.ResponseKind)
+					}
+				}
+			}
+		}
+	}
+	if r := k.do(t, "GET", "/apis", nil, "Accept: application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"); r.Code != http.StatusNotAcceptable {
+		t.Errorf("aggregated v2beta1 alone: %d, want 406", r.Code)
+	}
+
+	core := k.do(t, "GET", "/api/v1", nil)
+	if strings.Contains(string(core.Body), `"apiVersion"`) || !strings.Contains(string(core.Body), `"kind":"APIResourceList"`) {
+		t.Errorf("/api/v1 carries an apiVersion, or no kind: %.200s", core.Body)
+	}
+	var things metav1.APIResourceList
+	decodeInto(t, k.do(t, "GET", "/apis/hidden.example.com/v2", nil), &things)
+	if res := findResource(&things, "things"); res == nil || res.StorageVersionHash != "" {
+		t.Errorf("things served at v2, stored at the unserved v1: %+v", res)
+	}
+
+	// A CRD being deleted (its custom resource holds it with a finalizer).
+	_, err := k.Dyn.Resource(schema.GroupVersionResource{Group: "a.example.com", Version: "v1", Resource: "widgets"}).Namespace("default").Create(ctx,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "a.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "held", "finalizers": []any{"example.com/hold"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "widgets.a.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Terminating CRD's verbs", func() bool {
+		var l metav1.APIResourceList
+		decodeInto(t, k.do(t, "GET", "/apis/a.example.com/v1", nil), &l)
+		res := findResource(&l, "widgets")
+		return res != nil && strings.Join(res.Verbs, ",") == "delete,deletecollection,get,list,watch"
+	})
+
+	var v version.Info
+	decodeInto(t, k.do(t, "GET", "/version", nil), &v)
+	if sv, err := utilversion.ParseSemantic(v.GitVersion); err != nil || sv.PreRelease() != "" {
+		t.Errorf("gitVersion %q: %v, prerelease %q", v.GitVersion, err, sv.PreRelease())
+	}
 }

@@ -57,8 +57,10 @@ func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
 	writeObject(w, r, out, http.StatusOK, list)
 }
 
+// apiGroup is a group as /apis lists it (no kind of its own there; /apis/<group>
+// gives it one).
 func apiGroup(gv registry.GroupVersions) metav1.APIGroup {
-	g := metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: gv.Group}
+	g := metav1.APIGroup{Name: gv.Group}
 	for _, v := range gv.Versions {
 		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.Group + "/" + v, Version: v})
 	}
@@ -75,7 +77,9 @@ func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request, group str
 	}
 	for _, gv := range s.reg.GroupVersions() {
 		if gv.Group == group && group != "" {
-			writeObject(w, r, out, http.StatusOK, apiGroup(gv))
+			g := apiGroup(gv)
+			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+			writeObject(w, r, out, http.StatusOK, &g)
 			return
 		}
 	}
@@ -96,42 +100,31 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 	}
 	gv := schema.GroupVersion{Group: group, Version: version}.String()
 	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
+	if group == "" {
+		// As kube-apiserver's: the core group's list carries no apiVersion.
+		list.APIVersion = ""
+	}
 	for _, res := range resources {
-		list.APIResources = append(list.APIResources, metav1.APIResource{
-			Name:               res.Plural,
-			SingularName:       res.Singular,
-			Namespaced:         res.Namespaced,
-			Kind:               res.Kind,
-			Verbs:              res.Verbs(),
-			ShortNames:         res.ShortNames,
-			Categories:         res.Categories,
-			StorageVersionHash: discovery.StorageVersionHash(group, res.StorageVersion, res.Kind),
-		})
-		if res.ScaleIn(version) != nil {
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name:       res.Plural + "/scale",
-				Namespaced: res.Namespaced,
-				Group:      "autoscaling",
-				Version:    "v1",
-				Kind:       "Scale",
-				Verbs:      []string{"get", "patch", "update"},
-			})
+		main := metav1.APIResource{
+			Name:         res.Plural,
+			SingularName: res.Singular,
+			Namespaced:   res.Namespaced,
+			Kind:         res.Kind,
+			Verbs:        res.Verbs(),
+			ShortNames:   res.ShortNames,
+			Categories:   res.Categories,
 		}
-		if res.Finalize {
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name:       res.Plural + "/finalize",
-				Namespaced: res.Namespaced,
-				Kind:       res.Kind,
-				Verbs:      []string{"update"},
-			})
+		// A CRD's storage version has a hash only while it is served.
+		if !res.Custom || res.Serves(res.StorageVersion) {
+			main.StorageVersionHash = discovery.StorageVersionHash(group, res.StorageVersion, res.Kind)
 		}
-		if res.StatusIn(version) {
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name:       res.Plural + "/status",
-				Namespaced: res.Namespaced,
-				Kind:       res.Kind,
-				Verbs:      []string{"get", "patch", "update"},
-			})
+		list.APIResources = append(list.APIResources, main)
+		for _, sub := range subresources(res, version) {
+			r := metav1.APIResource{Name: res.Plural + "/" + sub.name, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: sub.verbs}
+			if sub.name == "scale" {
+				r.Group, r.Version, r.Kind = "autoscaling", "v1", "Scale"
+			}
+			list.APIResources = append(list.APIResources, r)
 		}
 	}
 	writeObject(w, r, out, http.StatusOK, list)
@@ -205,7 +198,12 @@ func (s *Server) aggregatedDiscovery(version string, legacy bool) *apidiscoveryv
 				if res.Namespaced {
 					scope = apidiscoveryv2.ScopeNamespace
 				}
-				kind := &metav1.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind}
+				// A custom resource's response kind names its group and
+				// version; a built-in kind's, as kube-apiserver's, only the kind.
+				kind := &metav1.GroupVersionKind{Kind: res.Kind}
+				if res.Custom {
+					kind.Group, kind.Version = res.Group, v
+				}
 				rd := apidiscoveryv2.APIResourceDiscovery{
 					Resource:         res.Plural,
 					ResponseKind:     kind,
@@ -215,21 +213,12 @@ func (s *Server) aggregatedDiscovery(version string, legacy bool) *apidiscoveryv
 					ShortNames:       res.ShortNames,
 					Categories:       res.Categories,
 				}
-				if res.ScaleIn(v) != nil {
-					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-						Subresource: "scale", ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
-						Verbs: []string{"get", "patch", "update"},
-					})
-				}
-				if res.Finalize {
-					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-						Subresource: "finalize", ResponseKind: kind, Verbs: []string{"update"},
-					})
-				}
-				if res.StatusIn(v) {
-					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-						Subresource: "status", ResponseKind: kind, Verbs: []string{"get", "patch", "update"},
-					})
+				for _, sub := range subresources(res, v) {
+					sd := apidiscoveryv2.APISubresourceDiscovery{Subresource: sub.name, ResponseKind: kind, Verbs: sub.verbs}
+					if sub.name == "scale" {
+						sd.ResponseKind = &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+					}
+					rd.Subresources = append(rd.Subresources, sd)
 				}
 				vd.Resources = append(vd.Resources, rd)
 			}
@@ -238,6 +227,28 @@ func (s *Server) aggregatedDiscovery(version string, legacy bool) *apidiscoveryv
 		list.Items = append(list.Items, g)
 	}
 	return list
+}
+
+// subresource is one subresource of a resource as discovery lists it.
+type subresource struct {
+	name  string
+	verbs []string
+}
+
+// subresources are res's subresources in version, in kube-apiserver's
+// order: finalize, status, scale.
+func subresources(res *registry.Resource, version string) []subresource {
+	var out []subresource
+	if res.Finalize {
+		out = append(out, subresource{"finalize", []string{"update"}})
+	}
+	if res.StatusIn(version) {
+		out = append(out, subresource{"status", []string{"get", "patch", "update"}})
+	}
+	if res.ScaleIn(version) != nil {
+		out = append(out, subresource{"scale", []string{"get", "patch", "update"}})
+	}
+	return out
 }
 
 // notFoundPath is kube-apiserver's answer to a path it does not serve.

@@ -33,11 +33,14 @@ func versionInfo() *version.Info {
 		EmulationMinor:        "33",
 		MinCompatibilityMajor: "1",
 		MinCompatibilityMinor: "32",
-		GitVersion:            KubernetesVersion + "-kapi",
-		GitTreeState:          "clean",
-		GoVersion:             runtime.Version(),
-		Compiler:              runtime.Compiler,
-		Platform:              runtime.GOOS + "/" + runtime.GOARCH,
+		// Build metadata, not a prerelease: semver ranks v1.33.0-kapi
+		// below v1.33.0, and Helm charts' kubeVersion constraints
+		// (">= 1.25.0") would refuse it.
+		GitVersion:   KubernetesVersion + "+kapi",
+		GitTreeState: "clean",
+		GoVersion:    runtime.Version(),
+		Compiler:     runtime.Compiler,
+		Platform:     runtime.GOOS + "/" + runtime.GOARCH,
 	}
 }
 

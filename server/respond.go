@@ -80,7 +80,9 @@ func negotiate(r *http.Request, allowAs ...string) (output, error) {
 			g, v := m.Params["g"], m.Params["v"]
 			switch as {
 			case "APIGroupDiscoveryList":
-				if g != "apidiscovery.k8s.io" || (v != "v2" && v != "v2beta1") {
+				// Only v2: kube-apiserver 1.33 no longer serves v2beta1
+				// (AggregatedDiscoveryRemoveBetaType is on by default).
+				if g != "apidiscovery.k8s.io" || v != "v2" {
 					continue
 				}
 			default:

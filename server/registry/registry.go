@@ -6,6 +6,7 @@ package registry
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 
@@ -250,8 +251,16 @@ func (r *Resource) Serves(version string) bool {
 	return false
 }
 
-// Verbs are the verbs of the main resource, as discovery lists them.
+// Verbs are the verbs of the main resource, as discovery lists them:
+// a built-in kind's sorted, a custom resource's in kube-apiserver's own
+// order, and only those that read or delete while its CRD is Terminating.
 func (r *Resource) Verbs() []string {
+	if r.Custom && r.Terminating {
+		return []string{"delete", "deletecollection", "get", "list", "watch"}
+	}
+	if r.Custom {
+		return []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+	}
 	if r.NoDeleteCollection {
 		return []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 	}
@@ -262,9 +271,6 @@ func (r *Resource) Verbs() []string {
 type Registry struct {
 	mu        sync.RWMutex
 	resources map[schema.GroupResource]*Resource
-	// groupOrder lists groups in the order they were first registered,
-	// which is the order discovery lists them.
-	groupOrder []string
 	// generation counts the changes, for views derived from the registry.
 	generation int64
 	// retired holds, per served resource someone waits on, the channel
@@ -294,12 +300,6 @@ func (g *Registry) Add(r *Resource) {
 	}
 	g.resources[gr] = r
 	g.generation++
-	for _, name := range g.groupOrder {
-		if name == r.Group {
-			return
-		}
-	}
-	g.groupOrder = append(g.groupOrder, r.Group)
 }
 
 // Remove unregisters the resource.
@@ -311,17 +311,6 @@ func (g *Registry) Remove(gr schema.GroupResource) {
 	}
 	delete(g.resources, gr)
 	g.generation++
-	for _, r := range g.resources {
-		if r.Group == gr.Group {
-			return
-		}
-	}
-	for i, name := range g.groupOrder {
-		if name == gr.Group {
-			g.groupOrder = append(g.groupOrder[:i:i], g.groupOrder[i+1:]...)
-			break
-		}
-	}
 }
 
 // Retired returns a channel closed once r is no longer served: a CRD's
@@ -364,30 +353,68 @@ func (g *Registry) Get(group, version, plural string) (*Resource, bool) {
 	return r, true
 }
 
-// GroupVersions returns every served group with its versions in discovery
-// order (preferred first).
+// GroupVersions returns every served group with its served versions, in
+// kube-apiserver's discovery order: groups by priority (groupPriority),
+// then by name; in a group, the versions a CRD serves first, then
+// kube-aware version order (preferred first). A group none of whose
+// resources serves a version is left out.
 func (g *Registry) GroupVersions() []GroupVersions {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	var out []GroupVersions
-	for _, name := range g.groupOrder {
-		gv := GroupVersions{Group: name}
-		seen := map[string]bool{}
-		for _, r := range g.sortedLocked() {
-			if r.Group != name {
-				continue
+	byName := map[string]*GroupVersions{}
+	priority := map[string]int{}
+	custom := map[schema.GroupVersion]bool{}
+	for _, r := range g.resources {
+		gv := byName[r.Group]
+		if gv == nil {
+			gv = &GroupVersions{Group: r.Group}
+			byName[r.Group] = gv
+		}
+		priority[r.Group] = max(priority[r.Group], groupPriority(r))
+		for _, v := range r.Versions {
+			if !slices.Contains(gv.Versions, v) {
+				gv.Versions = append(gv.Versions, v)
 			}
-			for _, v := range r.Versions {
-				if !seen[v] {
-					seen[v] = true
-					gv.Versions = append(gv.Versions, v)
-				}
+			if r.Custom {
+				custom[schema.GroupVersion{Group: r.Group, Version: v}] = true
 			}
 		}
-		SortVersions(gv.Versions)
-		out = append(out, gv)
 	}
+	var out []GroupVersions
+	for _, gv := range byName {
+		if len(gv.Versions) == 0 {
+			continue
+		}
+		SortVersions(gv.Versions)
+		sort.SliceStable(gv.Versions, func(i, j int) bool {
+			return custom[schema.GroupVersion{Group: gv.Group, Version: gv.Versions[i]}] && !custom[schema.GroupVersion{Group: gv.Group, Version: gv.Versions[j]}]
+		})
+		out = append(out, *gv)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if pi, pj := priority[out[i].Group], priority[out[j].Group]; pi != pj {
+			return pi > pj
+		}
+		return out[i].Group < out[j].Group
+	})
 	return out
+}
+
+// groupPriority is the priority of r's group in discovery, as
+// kube-apiserver registers its API services (GroupPriorityMinimum): the
+// built-in groups kapi serves at kube's figures, a CRD's group at 1000.
+func groupPriority(r *Resource) int {
+	if p, ok := builtinGroupPriority[r.Group]; ok && !r.Custom {
+		return p
+	}
+	return 1000
+}
+
+var builtinGroupPriority = map[string]int{
+	"":                             18000,
+	"apiextensions.k8s.io":         16700,
+	"admissionregistration.k8s.io": 16700,
+	"resource.k8s.io":              16200,
 }
 
 // GroupVersions is one API group with its served versions.

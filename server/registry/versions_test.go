@@ -2,7 +2,10 @@ package registry
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The order the CRD reference gives for discovery (F-003).
@@ -26,11 +29,11 @@ func TestRegistryAddRemove(t *testing.T) {
 		t.Fatal("widgets v2 found but not served")
 	}
 	gvs := reg.GroupVersions()
-	if len(gvs) != 2 || gvs[0].Group != "example.com" || !reflect.DeepEqual(gvs[0].Versions, []string{"v1", "v1beta1"}) {
+	if len(gvs) != 2 || gvs[1].Group != "example.com" || !reflect.DeepEqual(gvs[1].Versions, []string{"v1", "v1beta1"}) {
 		t.Fatalf("GroupVersions = %+v", gvs)
 	}
 	before := reg.Generation()
-	reg.Remove(reg.All()[1].GroupResource())
+	reg.Remove(schema.GroupResource{Group: "example.com", Resource: "widgets"})
 	if reg.Generation() == before {
 		t.Error("Remove did not change the generation")
 	}
@@ -39,5 +42,50 @@ func TestRegistryAddRemove(t *testing.T) {
 	}
 	if gvs := reg.GroupVersions(); len(gvs) != 1 || gvs[0].Group != "" {
 		t.Fatalf("GroupVersions after Remove = %+v", gvs)
+	}
+}
+
+// Discovery lists groups as kube-apiserver does: by priority (the
+// built-in groups at kube's figures, CRD groups after them), then by
+// name, whatever the order they were registered in; in a group, a CRD's
+// versions come before the built-in ones. A group that serves no version
+// is not listed.
+func TestGroupVersionsOrder(t *testing.T) {
+	reg := New()
+	for _, r := range []*Resource{
+		{Group: "b.example.com", Versions: []string{"v1"}, Plural: "widgets", Custom: true},
+		{Group: "resource.k8s.io", Versions: []string{"v1beta2"}, Plural: "deviceclasses"},
+		{Group: "a.example.com", Versions: []string{"v1", "v2"}, Plural: "widgets", Custom: true},
+		{Group: "unserved.example.com", Plural: "widgets", Custom: true},
+		{Group: "apiextensions.k8s.io", Versions: []string{"v1"}, Plural: "customresourcedefinitions"},
+		{Group: "admissionregistration.k8s.io", Versions: []string{"v1", "v1beta1"}, Plural: "validatingadmissionpolicies"},
+		{Group: "admissionregistration.k8s.io", Versions: []string{"v2alpha1"}, Plural: "foos", Custom: true},
+		{Group: "", Versions: []string{"v1"}, Plural: "namespaces"},
+	} {
+		reg.Add(r)
+	}
+	var got []string
+	for _, gv := range reg.GroupVersions() {
+		got = append(got, gv.Group+"="+strings.Join(gv.Versions, ","))
+	}
+	want := []string{"=v1", "admissionregistration.k8s.io=v2alpha1,v1,v1beta1", "apiextensions.k8s.io=v1", "resource.k8s.io=v1beta2", "a.example.com=v2,v1", "b.example.com=v1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("GroupVersions = %q, want %q", got, want)
+	}
+}
+
+func TestVerbs(t *testing.T) {
+	for _, c := range []struct {
+		r    Resource
+		want string
+	}{
+		{Resource{}, "create,delete,deletecollection,get,list,patch,update,watch"},
+		{Resource{NoDeleteCollection: true}, "create,delete,get,list,patch,update,watch"},
+		{Resource{Custom: true}, "delete,deletecollection,get,list,patch,create,update,watch"},
+		{Resource{Custom: true, Terminating: true}, "delete,deletecollection,get,list,watch"},
+	} {
+		if got := strings.Join(c.r.Verbs(), ","); got != c.want {
+			t.Errorf("Verbs of %+v = %s, want %s", c.r, got, c.want)
+		}
 	}
 }
