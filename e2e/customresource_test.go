@@ -324,6 +324,18 @@ func TestCustomResourceKubectl(t *testing.T) {
 	if got.Object["spec"].(map[string]interface{})["replicas"] != int64(5) {
 		t.Errorf("spec after kubectl scale: %v", got.Object["spec"])
 	}
+	// The Scale prints with its own columns.
+	out = k.mustKubectl(t, "get", "crontab", "my-new-cron-object", "--subresource=scale")
+	if lines := strings.Split(out, "\n"); len(lines) < 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME DESIRED AVAILABLE AGE" ||
+		!strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), "my-new-cron-object 5 ") {
+		t.Errorf("kubectl get --subresource=scale:\n%s", out)
+	}
+	// A subresource the CRD does not serve is the object's NotFound.
+	r = k.do(t, "GET", "/apis/stable.example.com/v1/namespaces/default/crontabs/my-new-cron-object/logs", nil)
+	st := expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, `crontabs.stable.example.com "my-new-cron-object" not found`)
+	if st.Details == nil || st.Details.Name != "my-new-cron-object" || st.Details.Group != "stable.example.com" || st.Details.Kind != "crontabs" {
+		t.Errorf("details %+v", st.Details)
+	}
 
 	// Deleting the CRD deletes its objects and stops serving them.
 	out = k.mustKubectl(t, "delete", "crd", "crontabs.stable.example.com")
@@ -406,7 +418,7 @@ func TestCustomResourceNameConflict(t *testing.T) {
 	for _, res := range rl.APIResources {
 		served = append(served, res.Name)
 	}
-	if !reflect.DeepEqual(served, []string{"crontabs", "crontabs/scale", "crontabs/status"}) {
+	if !reflect.DeepEqual(served, []string{"crontabs", "crontabs/status", "crontabs/scale"}) {
 		t.Errorf("resources of stable.example.com/v1: %v, want only the CronTab's", served)
 	}
 	if haveKubectl() {
@@ -546,6 +558,73 @@ func TestCustomResourceWatchEndsWhenCRDChanges(t *testing.T) {
 	}
 	if !ended(w, 10*time.Second) {
 		t.Error("the watch of the CRD's resources still runs 10s after the CRD's deletion")
+	}
+}
+
+// While a CRD is being deleted, the watches of its custom resources go on
+// and see them deleted, as under kube-apiserver, which keeps the CRD's
+// storage until the CRD is gone; they end then.
+func TestCustomResourceWatchSeesCRDDeletion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, cronTabCRDYAML))
+	crs := k.Dyn.Resource(gvrCronTabs).Namespace("default")
+	held := cronTab("held")
+	held.SetFinalizers([]string{holdFinalizer})
+	for _, cr := range []*unstructured.Unstructured{held, cronTab("free")} {
+		if _, err := crs.Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := crs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := crs.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	next := func(what string) watch.Event {
+		t.Helper()
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch ended before %s", what)
+			}
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event for %s in 10s", what)
+		}
+		return watch.Event{}
+	}
+	if err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "crontabs.stable.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]watch.EventType{}
+	for len(seen) < 2 {
+		ev := next("the deletion of the CRD's resources")
+		if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+			seen[u.GetName()] = ev.Type
+		}
+	}
+	if seen["free"] != watch.Deleted || seen["held"] != watch.Modified {
+		t.Errorf("events while the CRD is deleted: %v, want free DELETED and held MODIFIED (deletionTimestamp)", seen)
+	}
+	if _, err := crs.Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := next("the held resource's deletion"); ev.Type != watch.Deleted; ev = next("the held resource's deletion") {
+	}
+	// The CRD goes with its last resource, and the watch with it.
+	deadline := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-w.ResultChan():
+		case <-deadline:
+			t.Fatal("the watch still runs 10s after the CRD's last resource was deleted")
+		}
 	}
 }
 

@@ -59,16 +59,22 @@ type servedResource struct {
 	from servedFrom
 }
 
+// servedFrom is what a CRD's resource is built from: as kube-apiserver
+// keeps a CRD's storage, its spec and accepted names. Its deletion is
+// not (it moves the generation, hence the spec itself): a CRD being
+// deleted keeps serving the same resource, marked Terminating in place, so
+// that its watches see its custom resources deleted; they end when the
+// CRD is gone.
 type servedFrom struct {
-	uid         types.UID
-	generation  int64
-	names       string // the accepted names, as JSON
-	terminating bool
+	uid   types.UID
+	spec  string // as JSON
+	names string // the accepted names, as JSON
 }
 
 func servedFromOf(crd *apiextensionsv1.CustomResourceDefinition) servedFrom {
+	spec, _ := json.Marshal(crd.Spec)
 	names, _ := json.Marshal(crd.Status.AcceptedNames)
-	return servedFrom{uid: crd.UID, generation: crd.Generation, names: string(names), terminating: crd.DeletionTimestamp != nil}
+	return servedFrom{uid: crd.UID, spec: string(spec), names: string(names)}
 }
 
 // groupNames is what the naming rules need of a CRD.
@@ -241,7 +247,7 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		if err != nil {
 			return fmt.Errorf("building the resource of %s: %w", name, err)
 		}
-		served.Terminating = from.terminating
+		served.Terminating = updated.DeletionTimestamp != nil
 		c.serve(name, served, from)
 		// Policies may be type-checked against this schema (start does
 		// it once for all the CRDs it serves).
@@ -252,6 +258,7 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		}
 	}
 	if serve {
+		c.setTerminating(name, updated.DeletionTimestamp != nil)
 		// The endpoint is served: now the CRD is Established.
 		if !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
 			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -335,6 +342,16 @@ func (c *crdController) serve(name string, res *registry.Resource, from servedFr
 	}
 	c.served[name] = servedResource{gr: res.GroupResource(), from: from}
 	c.s.reg.Add(res)
+}
+
+// setTerminating marks the resource the CRD name serves as being deleted
+// or not.
+func (c *crdController) setTerminating(name string, terminating bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if served, ok := c.served[name]; ok {
+		c.s.reg.SetTerminating(served.gr, terminating)
+	}
 }
 
 func (c *crdController) unserve(name string) {

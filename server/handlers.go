@@ -365,6 +365,12 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 
 // table builds a meta.k8s.io Table of objs.
 func (s *Server) table(r *http.Request, req *resourceRequest, version string, objs []*unstructured.Unstructured, lm metav1.ListMeta) (*metav1.Table, error) {
+	return tableOf(r, req.res.TableFor(req.version), version, objs, lm)
+}
+
+// tableOf prints objs with tc as a Table of meta.k8s.io/version, by the
+// request's TableOptions.
+func tableOf(r *http.Request, tc registry.TableConvertor, version string, objs []*unstructured.Unstructured, lm metav1.ListMeta) (*metav1.Table, error) {
 	var opts metav1.TableOptions
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -377,7 +383,6 @@ func (s *Server) table(r *http.Request, req *resourceRequest, version string, ob
 		ListMeta: lm,
 		Rows:     []metav1.TableRow{},
 	}
-	tc := req.res.TableFor(req.version)
 	if !opts.NoHeaders {
 		t.ColumnDefinitions = tc.Columns
 	}

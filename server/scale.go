@@ -78,12 +78,32 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			writeError(w, r, apierrors.NewInternalError(err))
 			return
 		}
-		out, err := negotiate(r)
+		out, err := negotiate(r, "Table", "PartialObjectMetadata")
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeObject(w, r, out, http.StatusOK, scale)
+		if out.as == "" {
+			writeObject(w, r, out, http.StatusOK, scale)
+			return
+		}
+		// kubectl get --subresource=scale asks for a Table, printed with
+		// the Scale's own columns, as kube-apiserver's.
+		u, err := scaleToUnstructured(scale)
+		if err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		if out.as == "PartialObjectMetadata" {
+			writeObject(w, r, out, http.StatusOK, partialMetadata(u, out.version))
+			return
+		}
+		table, err := tableOf(r, sc.Table, out.version, []*unstructured.Unstructured{u}, metav1.ListMeta{ResourceVersion: u.GetResourceVersion()})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeObject(w, r, out, http.StatusOK, table)
 	case http.MethodPut, http.MethodPatch:
 		s.updateScale(w, r, req)
 	default:

@@ -287,6 +287,11 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 		req.subresource = parts[2]
 		known := (req.subresource == "status" && res.StatusIn(req.version)) || (req.subresource == "finalize" && res.Finalize) ||
 			(req.subresource == "scale" && res.ScaleIn(req.version) != nil)
+		if !known && res.Custom && !req.watchPath {
+			// As kube-apiserver's custom resource handler: a subresource
+			// the version does not serve is the object's NotFound.
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: res.Group, Resource: res.Plural}, req.name)
+		}
 		if !known || req.watchPath {
 			return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
 		}

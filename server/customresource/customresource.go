@@ -196,6 +196,11 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 			if scaleSub.LabelSelectorPath != nil {
 				sc.LabelSelectorPath = *scaleSub.LabelSelectorPath
 			}
+			scaleTable, err := tableconvertor.New(scaleColumns(sc))
+			if err != nil {
+				return nil, err
+			}
+			sc.Table = tableFrom(scaleTable)
 			if v.Served {
 				res.ScaleVersions[v.Name] = sc
 			}
@@ -300,6 +305,21 @@ func perVersion[T any](crd *apiextensionsv1.CustomResourceDefinition, versions [
 		var zero T
 		return zero, fmt.Errorf("%s serves no version %q", crd.Name, v)
 	}
+}
+
+// scaleColumns are the columns of a /scale Table, as kube-apiserver
+// prints a custom resource's Scale: its desired and actual replicas, where
+// the scale subresource maps them, and its age.
+func scaleColumns(sc *registry.Scale) []apiextensionsv1.CustomResourceColumnDefinition {
+	var cols []apiextensionsv1.CustomResourceColumnDefinition
+	if sc.SpecReplicasPath != "" {
+		cols = append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Desired", Type: "integer", Description: "Number of desired replicas", JSONPath: ".spec.replicas"})
+	}
+	if sc.StatusReplicasPath != "" {
+		cols = append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Available", Type: "integer", Description: "Number of actual replicas", JSONPath: ".status.replicas"})
+	}
+	return append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Age", Type: "date",
+		Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"})
 }
 
 // tableFrom adapts apiextensions-apiserver's table convertor of a version.

@@ -218,6 +218,8 @@ type Scale struct {
 	SpecReplicasPath   string
 	StatusReplicasPath string
 	LabelSelectorPath  string
+	// Table prints the Scale objects of /scale.
+	Table TableConvertor
 }
 
 // TableFor returns the Table convertor of version.
@@ -310,6 +312,27 @@ func (g *Registry) Remove(gr schema.GroupResource) {
 		g.retireLocked(old)
 	}
 	delete(g.resources, gr)
+	g.generation++
+}
+
+// SetTerminating marks the resource gr as being deleted (its CRD is) or
+// not. The resource goes on being served, as a copy with the mark: those
+// reading the old one are not raced, and watches waiting for its
+// retirement wait for the copy's.
+func (g *Registry) SetTerminating(gr schema.GroupResource, terminating bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old, ok := g.resources[gr]
+	if !ok || old.Terminating == terminating {
+		return
+	}
+	marked := *old
+	marked.Terminating = terminating
+	g.resources[gr] = &marked
+	if ch, ok := g.retired[old]; ok {
+		delete(g.retired, old)
+		g.retired[&marked] = ch
+	}
 	g.generation++
 }
 
