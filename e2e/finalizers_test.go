@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -517,7 +518,8 @@ func TestNamespaceContentDeletion(t *testing.T) {
 	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
 	namespaces := k.Client.CoreV1().Namespaces()
 
-	// Held by a foreground deletion, which no garbage collector finishes.
+	// Deleted in the foreground (its cascade finishes at once: it has no
+	// dependents).
 	if _, err := namespaces.Create(ctx, newNamespace("fg"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -581,5 +583,81 @@ func TestNamespaceContentDeletion(t *testing.T) {
 	r = k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/kept/gadgets", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"generateName":"late-"},"spec":{}}`))
 	if st := expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `gadgets.dyn.example.com "late-" is forbidden: unable to create new content in namespace kept because it is being terminated`); st.Details == nil || st.Details.Name != "late-" {
 		t.Errorf("details %+v, want name late-", st.Details)
+	}
+}
+
+// Cascading deletions finish as kube-controller-manager's garbage
+// collector finishes them: Orphan takes the owner's reference off its
+// dependents, Foreground deletes the dependents (those blocking their
+// owner first), and either then lets the owner go; kubectl's
+// --cascade=orphan and --cascade=foreground return. Dependents are found
+// by the owner's uid, in a namespaced owner's namespace only.
+func TestCascadingDeletion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("other"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	create := func(namespace, name string, owner *unstructured.Unstructured, block bool) *unstructured.Unstructured {
+		t.Helper()
+		g := gadget(name, map[string]interface{}{})
+		if owner != nil {
+			g.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "dyn.example.com/v1", Kind: "Gadget", Name: owner.GetName(), UID: owner.GetUID(), BlockOwnerDeletion: &block}})
+		}
+		out, err := k.Dyn.Resource(gvrGadgets).Namespace(namespace).Create(ctx, g, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	gone := func(namespace, name string) {
+		t.Helper()
+		eventually(t, 10*time.Second, namespace+"/"+name+" to go", func() (bool, error) {
+			_, err := k.Dyn.Resource(gvrGadgets).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+	}
+
+	// Orphan: the dependent stays, without its reference to the owner.
+	owner := create("default", "orphaning", nil, false)
+	create("default", "orphaned", owner, true)
+	orphan := metav1.DeletePropagationOrphan
+	if err := gadgets.Delete(ctx, "orphaning", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	gone("default", "orphaning")
+	if got, err := gadgets.Get(ctx, "orphaned", metav1.GetOptions{}); err != nil || len(got.GetOwnerReferences()) != 0 {
+		t.Errorf("the orphaned dependent: %v, ownerReferences %v", err, got.GetOwnerReferences())
+	}
+
+	// Foreground: the dependents go, then the owner; a reference to the
+	// owner from another namespace is not its dependent.
+	owner = create("default", "parent", nil, false)
+	create("default", "blocking-child", owner, true)
+	create("default", "child", owner, false)
+	create("other", "stranger", owner, true)
+	foreground := metav1.DeletePropagationForeground
+	if err := gadgets.Delete(ctx, "parent", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+	gone("default", "blocking-child")
+	gone("default", "child")
+	gone("default", "parent")
+	if got, err := k.Dyn.Resource(gvrGadgets).Namespace("other").Get(ctx, "stranger", metav1.GetOptions{}); err != nil || got.GetDeletionTimestamp() != nil || len(got.GetOwnerReferences()) != 1 {
+		t.Errorf("an object of another namespace naming the owner: %v %v", err, got)
+	}
+
+	// kubectl waits for the deletion, which now ends.
+	if haveKubectl() {
+		create("default", "by-kubectl-orphan", nil, false)
+		create("default", "by-kubectl-foreground", nil, false)
+		k.mustKubectl(t, "delete", "gadget", "by-kubectl-orphan", "--cascade=orphan", "--timeout=20s")
+		k.mustKubectl(t, "delete", "gadget", "by-kubectl-foreground", "--cascade=foreground", "--timeout=20s")
 	}
 }

@@ -1101,6 +1101,7 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 			return nil, false, storageError(err, res, name)
 		}
 		s.finalizer.enqueue(res, namespace, name)
+		s.cascades.enqueue(res, obj)
 		return obj, false, nil
 	}
 }

@@ -46,6 +46,7 @@ type Server struct {
 	opts  Options
 
 	finalizer    *finalizer
+	cascades     *cascades
 	crds         *crdController
 	policyStatus *policyStatusController
 	webhooks     *admission.Webhooks
@@ -118,6 +119,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	}
 	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{}), policiesSet: make(chan struct{}), discoveryDocs: map[discoveryKey]*byGeneration[document]{}}
 	s.finalizer = newFinalizer(s)
+	s.cascades = newCascades(s)
 	var err error
 	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
 		return nil, err
@@ -138,6 +140,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.finalizer.start(ctx); err != nil {
 		return err
 	}
+	s.cascades.start(ctx)
 	if err := s.policyStatus.start(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kapi-dev/kapi/server/registry"
+	"github.com/kapi-dev/kapi/storage"
+)
+
+// cascades finishes the cascading deletions a client asks for with
+// propagationPolicy Orphan or Foreground (or orphanDependents), whose
+// finalizers the delete adds as kube-apiserver adds them, as
+// kube-controller-manager's garbage collector does for them:
+//   - orphan: the owner's reference is removed from every dependent, then
+//     the finalizer from the owner;
+//   - foregroundDeletion: every dependent is deleted (in the foreground
+//     too, so that its own dependents go first), and the finalizer is
+//     removed once no dependent that blocks its owner's deletion
+//     (blockOwnerDeletion) is left.
+//
+// Dependents are the objects whose ownerReferences name the owner's uid:
+// in the owner's namespace for a namespaced owner, anywhere for a
+// cluster-scoped one. A background deletion deletes no dependents (there
+// is no collector of orphaned dependents yet).
+type cascades struct {
+	s     *Server
+	queue *workQueue[storage.Key, *registry.Resource]
+}
+
+func newCascades(s *Server) *cascades {
+	return &cascades{s: s, queue: newWorkQueue[storage.Key, *registry.Resource]()}
+}
+
+// cascading tells whether obj waits on a cascading deletion.
+func cascading(obj *unstructured.Unstructured) bool {
+	fins := obj.GetFinalizers()
+	return obj.GetDeletionTimestamp() != nil &&
+		(slices.Contains(fins, metav1.FinalizerOrphanDependents) || slices.Contains(fins, metav1.FinalizerDeleteDependents))
+}
+
+// enqueue queues obj if it waits on a cascading deletion.
+func (c *cascades) enqueue(res *registry.Resource, obj *unstructured.Unstructured) {
+	if cascading(obj) {
+		c.queue.add(storageKey(res, obj.GetNamespace(), obj.GetName()), res)
+	}
+}
+
+// start queues the cascading deletions a previous run left pending, on a
+// goroutine of its own (it reads every object, decoding only those that
+// name one of the two finalizers), and works the queue until ctx ends.
+func (c *cascades) start(ctx context.Context) {
+	go func() {
+		mayCascade := func(o *storage.Object) (bool, error) {
+			return bytes.Contains(o.Data, []byte(`"`+metav1.FinalizerOrphanDependents+`"`)) ||
+				bytes.Contains(o.Data, []byte(`"`+metav1.FinalizerDeleteDependents+`"`)), nil
+		}
+		for _, res := range c.s.reg.All() {
+			list, err := c.s.store.List(ctx, res.StorageResource(), storage.ListOptions{Predicate: mayCascade})
+			if err != nil {
+				continue
+			}
+			for _, o := range list.Items {
+				if obj, err := decodeStored(o); err == nil {
+					c.enqueue(res, obj)
+				}
+			}
+		}
+	}()
+	go c.queue.run(ctx, func(ctx context.Context, key storage.Key, res *registry.Resource) bool {
+		done, err := c.finish(ctx, res, key)
+		if err != nil && ctx.Err() == nil {
+			c.s.log.Warn("finishing a cascading deletion", "resource", key.Resource, "namespace", key.Namespace, "name", key.Name, "err", err)
+		}
+		return done
+	})
+}
+
+// finish takes one step of the cascading deletion of the object at key;
+// done is true when nothing is left to do for it.
+func (c *cascades) finish(ctx context.Context, res *registry.Resource, key storage.Key) (done bool, err error) {
+	owner, _, err := c.s.getObject(ctx, res, key.Namespace, key.Name)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !cascading(owner) {
+		return true, nil
+	}
+	dependents, err := c.dependents(ctx, res, owner)
+	if err != nil {
+		return false, err
+	}
+	fins := owner.GetFinalizers()
+	var finalizer string
+	if slices.Contains(fins, metav1.FinalizerOrphanDependents) {
+		finalizer = metav1.FinalizerOrphanDependents
+		for _, d := range dependents {
+			if err := c.orphan(ctx, d, owner.GetUID()); err != nil {
+				return false, err
+			}
+		}
+	} else {
+		finalizer = metav1.FinalizerDeleteDependents
+		blocked := false
+		for _, d := range dependents {
+			if d.obj.GetDeletionTimestamp() == nil {
+				foreground := metav1.DeletePropagationForeground
+				req := &resourceRequest{res: d.res, version: d.res.StorageVersion, namespace: d.obj.GetNamespace(), name: d.obj.GetName(), noAdmission: true}
+				if _, _, err := c.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil && !apierrors.IsNotFound(err) {
+					return false, err
+				}
+			}
+			blocked = blocked || blocksOwner(d.obj, owner.GetUID())
+		}
+		if blocked {
+			// Checked again as the dependents go (the queue retries).
+			return false, nil
+		}
+	}
+	return true, c.removeFinalizer(ctx, res, key, finalizer)
+}
+
+// dependent is an object with an owner reference to the owner at hand.
+type dependent struct {
+	res *registry.Resource
+	obj *unstructured.Unstructured
+}
+
+// dependents lists the objects whose ownerReferences name owner's uid.
+func (c *cascades) dependents(ctx context.Context, ownerRes *registry.Resource, owner *unstructured.Unstructured) ([]dependent, error) {
+	var out []dependent
+	for _, res := range c.s.reg.All() {
+		namespace := ""
+		if ownerRes.Namespaced {
+			if !res.Namespaced {
+				continue // a cluster-scoped object cannot have a namespaced owner
+			}
+			namespace = owner.GetNamespace()
+		}
+		items, _, err := c.s.listObjects(ctx, res, "", namespace, &metainternalversion.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range items {
+			for _, ref := range obj.GetOwnerReferences() {
+				if ref.UID == owner.GetUID() {
+					out = append(out, dependent{res: res, obj: obj})
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// blocksOwner tells whether obj's reference to owner blocks the owner's
+// foreground deletion.
+func blocksOwner(obj *unstructured.Unstructured, owner types.UID) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == owner && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+			return true
+		}
+	}
+	return false
+}
+
+// orphan removes d's references to owner.
+func (c *cascades) orphan(ctx context.Context, d dependent, owner types.UID) error {
+	return c.rewrite(ctx, d.res, storageKey(d.res, d.obj.GetNamespace(), d.obj.GetName()), func(obj *unstructured.Unstructured) bool {
+		refs := obj.GetOwnerReferences()
+		kept := slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool { return ref.UID == owner })
+		if len(kept) == len(refs) {
+			return false
+		}
+		obj.SetOwnerReferences(kept)
+		return true
+	})
+}
+
+// removeFinalizer removes finalizer from the object at key, which is then
+// deleted if no finalizer is left.
+func (c *cascades) removeFinalizer(ctx context.Context, res *registry.Resource, key storage.Key, finalizer string) error {
+	return c.rewrite(ctx, res, key, func(obj *unstructured.Unstructured) bool {
+		fins := obj.GetFinalizers()
+		if !slices.Contains(fins, finalizer) {
+			return false
+		}
+		obj.SetFinalizers(withoutFinalizer(fins, finalizer))
+		return true
+	})
+}
+
+// rewrite applies change to the stored object at key and stores it,
+// retrying on conflicts; an object marked for deletion that is left
+// without finalizers is deleted, as a client's update would delete it.
+func (c *cascades) rewrite(ctx context.Context, res *registry.Resource, key storage.Key, change func(*unstructured.Unstructured) bool) error {
+	for attempt := 0; ; attempt++ {
+		obj, rev, err := c.s.getObject(ctx, res, key.Namespace, key.Name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !change(obj) {
+			return nil
+		}
+		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
+			_, err = c.s.store.Delete(ctx, key, rev, encoder(obj))
+		} else {
+			_, err = c.s.store.Update(ctx, key, rev, encoder(obj))
+		}
+		if errors.Is(err, storage.ErrConflict) && attempt < 16 {
+			continue
+		}
+		return err
+	}
+}
