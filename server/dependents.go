@@ -115,8 +115,11 @@ func (c *cascades) finish(ctx context.Context, res *registry.Resource, key stora
 		blocked := false
 		for _, d := range dependents {
 			if d.obj.GetDeletionTimestamp() == nil {
+				// Through admission, as the collector's deletes are a
+				// client's: a webhook or policy that refuses one holds the
+				// owner (tried again every second).
 				foreground := metav1.DeletePropagationForeground
-				req := &resourceRequest{res: d.res, version: d.res.StorageVersion, namespace: d.obj.GetNamespace(), name: d.obj.GetName(), noAdmission: true}
+				req := &resourceRequest{res: d.res, version: d.res.StorageVersion, namespace: d.obj.GetNamespace(), name: d.obj.GetName()}
 				if _, _, err := c.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil && !apierrors.IsNotFound(err) {
 					return false, err
 				}
