@@ -105,7 +105,7 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 		list.APIVersion = ""
 	}
 	for _, res := range resources {
-		main := metav1.APIResource{
+		primary := metav1.APIResource{
 			Name:         res.Plural,
 			SingularName: res.Singular,
 			Namespaced:   res.Namespaced,
@@ -116,15 +116,15 @@ func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group
 		}
 		// A CRD's storage version has a hash only while it is served.
 		if !res.Custom || res.Serves(res.StorageVersion) {
-			main.StorageVersionHash = discovery.StorageVersionHash(group, res.StorageVersion, res.Kind)
+			primary.StorageVersionHash = discovery.StorageVersionHash(group, res.StorageVersion, res.Kind)
 		}
-		list.APIResources = append(list.APIResources, main)
+		list.APIResources = append(list.APIResources, primary)
 		for _, sub := range subresources(res, version) {
-			r := metav1.APIResource{Name: res.Plural + "/" + sub.name, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: sub.verbs}
+			sr := metav1.APIResource{Name: res.Plural + "/" + sub.name, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: sub.verbs}
 			if sub.name == "scale" {
-				r.Group, r.Version, r.Kind = "autoscaling", "v1", "Scale"
+				sr.Group, sr.Version, sr.Kind = "autoscaling", "v1", "Scale"
 			}
-			list.APIResources = append(list.APIResources, r)
+			list.APIResources = append(list.APIResources, sr)
 		}
 	}
 	writeObject(w, r, out, http.StatusOK, list)
