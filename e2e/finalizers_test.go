@@ -654,12 +654,13 @@ func TestCascadingDeletion(t *testing.T) {
 	}
 
 	// The cascade's deletes go through admission: a dependent a policy
-	// keeps holds its owner.
+	// keeps holds its owner; the others are deleted.
 	policy := denyDeletesPolicy("keep-kept", "dyn.example.com", "gadgets", "kept stays")
 	policy.Spec.Validations[0].Expression = "!oldObject.metadata.name.startsWith('kept-')"
 	bindPolicy(t, k, policy)
 	owner = create("default", "holder", nil, false)
 	create("default", "kept-child", owner, true)
+	create("default", "later-child", owner, true)
 	eventually(t, 10*time.Second, "the policy to keep kept-child", func() (bool, error) {
 		err := gadgets.Delete(ctx, "kept-child", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "kept stays"), nil
@@ -667,7 +668,8 @@ func TestCascadingDeletion(t *testing.T) {
 	if err := gadgets.Delete(ctx, "holder", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // two of the collector's tries
+	gone("default", "later-child") // the other dependents go all the same
+	time.Sleep(2 * time.Second)        // two of the collector's tries
 	if got, err := gadgets.Get(ctx, "holder", metav1.GetOptions{}); err != nil || got.GetDeletionTimestamp() == nil {
 		t.Errorf("the owner of a kept dependent: %v %v, want it held, marked for deletion", err, got)
 	}

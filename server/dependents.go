@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,22 +114,24 @@ func (c *cascades) finish(ctx context.Context, res *registry.Resource, key stora
 	} else {
 		finalizer = metav1.FinalizerDeleteDependents
 		blocked := false
+		var refused error
 		for _, d := range dependents {
 			if d.obj.GetDeletionTimestamp() == nil {
 				// Through admission, as the collector's deletes are a
 				// client's: a webhook or policy that refuses one holds the
-				// owner (tried again every second).
+				// owner if the dependent blocks it (tried again every
+				// second); the other dependents go all the same.
 				foreground := metav1.DeletePropagationForeground
 				req := &resourceRequest{res: d.res, version: d.res.StorageVersion, namespace: d.obj.GetNamespace(), name: d.obj.GetName()}
-				if _, _, err := c.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil && !apierrors.IsNotFound(err) {
-					return false, err
+				if _, _, err := c.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil && !apierrors.IsNotFound(err) && refused == nil {
+					refused = fmt.Errorf("deleting %s %s/%s: %w", d.res.Kind, d.obj.GetNamespace(), d.obj.GetName(), err)
 				}
 			}
 			blocked = blocked || blocksOwner(d.obj, owner.GetUID())
 		}
 		if blocked {
 			// Checked again as the dependents go (the queue retries).
-			return false, nil
+			return false, refused
 		}
 	}
 	return true, c.removeFinalizer(ctx, res, key, finalizer)
