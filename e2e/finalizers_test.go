@@ -669,7 +669,7 @@ func TestCascadingDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone("default", "later-child") // the other dependents go all the same
-	time.Sleep(2 * time.Second)        // two of the collector's tries
+	time.Sleep(2 * time.Second)    // two of the collector's tries
 	if got, err := gadgets.Get(ctx, "holder", metav1.GetOptions{}); err != nil || got.GetDeletionTimestamp() == nil {
 		t.Errorf("the owner of a kept dependent: %v %v, want it held, marked for deletion", err, got)
 	}
