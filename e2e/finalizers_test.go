@@ -634,6 +634,10 @@ func TestCascadingDeletion(t *testing.T) {
 	gone("default", "orphaning")
 	if got, err := gadgets.Get(ctx, "orphaned", metav1.GetOptions{}); err != nil || len(got.GetOwnerReferences()) != 0 {
 		t.Errorf("the orphaned dependent: %v, ownerReferences %v", err, got.GetOwnerReferences())
+	} else if fields, _ := json.Marshal(got.GetManagedFields()); strings.Contains(string(fields), string(owner.GetUID())) {
+		// Written through the update path: the reference leaves its
+		// manager's fields too.
+		t.Errorf("the orphaned dependent's managedFields still name the owner: %s", fields)
 	}
 
 	// Foreground: the dependents go, then the owner; a reference to the

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -207,29 +206,25 @@ func (c *cascades) removeFinalizer(ctx context.Context, res *registry.Resource, 
 	})
 }
 
-// rewrite applies change to the stored object at key and stores it,
-// retrying on conflicts; an object marked for deletion that is left
-// without finalizers is deleted, as a client's update would delete it.
+// rewrite applies change to the object at key through the update path,
+// as kube's garbage collector patches through the API: admission,
+// validation, and a managedFields entry of its manager; an object marked
+// for deletion that is left without finalizers is deleted.
 func (c *cascades) rewrite(ctx context.Context, res *registry.Resource, key storage.Key, change func(*unstructured.Unstructured) bool) error {
-	for attempt := 0; ; attempt++ {
-		obj, rev, err := c.s.getObject(ctx, res, key.Namespace, key.Name)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	req := &resourceRequest{res: res, version: res.StorageVersion, namespace: key.Namespace, name: key.Name}
+	_, err := c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		obj := current.DeepCopy()
 		if !change(obj) {
-			return nil
+			return obj, nil // nothing to write: the update path skips it
 		}
-		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
-			_, err = c.s.store.Delete(ctx, key, rev, encoder(obj))
-		} else {
-			_, err = c.s.store.Update(ctx, key, rev, encoder(obj))
-		}
-		if errors.Is(err, storage.ErrConflict) && attempt < 16 {
-			continue
-		}
-		return err
+		return c.s.trackUpdate(req, current, obj, collectorManager), nil
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
+	return err
 }
+
+// collectorManager is the field manager of the collector's writes, as
+// kube's garbage collector runs in kube-controller-manager.
+const collectorManager = "kube-controller-manager"
