@@ -597,9 +597,6 @@ func TestCascadingDeletion(t *testing.T) {
 	k := startMemKapi(t)
 	ctx := ctxT(t)
 	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
-	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("other"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
 	create := func(namespace, name string, owner *unstructured.Unstructured, block bool) *unstructured.Unstructured {
 		t.Helper()
@@ -640,12 +637,10 @@ func TestCascadingDeletion(t *testing.T) {
 		t.Errorf("the orphaned dependent's managedFields still name the owner: %s", fields)
 	}
 
-	// Foreground: the dependents go, then the owner; a reference to the
-	// owner from another namespace is not its dependent.
+	// Foreground: the dependents go, then the owner.
 	owner = create("default", "parent", nil, false)
 	create("default", "blocking-child", owner, true)
 	create("default", "child", owner, false)
-	create("other", "stranger", owner, true)
 	foreground := metav1.DeletePropagationForeground
 	if err := gadgets.Delete(ctx, "parent", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
 		t.Fatal(err)
@@ -653,9 +648,6 @@ func TestCascadingDeletion(t *testing.T) {
 	gone("default", "blocking-child")
 	gone("default", "child")
 	gone("default", "parent")
-	if got, err := k.Dyn.Resource(gvrGadgets).Namespace("other").Get(ctx, "stranger", metav1.GetOptions{}); err != nil || got.GetDeletionTimestamp() != nil || len(got.GetOwnerReferences()) != 1 {
-		t.Errorf("an object of another namespace naming the owner: %v %v", err, got)
-	}
 
 	// The cascade's deletes go through admission: a dependent a policy
 	// keeps holds its owner; the others are deleted.
@@ -688,4 +680,130 @@ func TestCascadingDeletion(t *testing.T) {
 		k.mustKubectl(t, "delete", "gadget", "by-kubectl-orphan", "--cascade=orphan", "--timeout=20s")
 		k.mustKubectl(t, "delete", "gadget", "by-kubectl-foreground", "--cascade=foreground", "--timeout=20s")
 	}
+}
+
+// A background delete (kubectl's default) lets its dependents go after it,
+// as kube's garbage collector does: a dependent all of whose owners are
+// gone is deleted, in turn letting its own dependents go; one that still
+// has an owner only loses its reference to the one deleted. A cluster-
+// scoped owner's namespaced dependents go too.
+func TestBackgroundCascade(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	create := func(name string, owners ...*unstructured.Unstructured) *unstructured.Unstructured {
+		t.Helper()
+		g := gadget(name, map[string]interface{}{})
+		var refs []metav1.OwnerReference
+		for _, o := range owners {
+			refs = append(refs, metav1.OwnerReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), UID: o.GetUID()})
+		}
+		g.SetOwnerReferences(refs)
+		out, err := gadgets.Create(ctx, g, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	gone := func(name string) {
+		t.Helper()
+		eventually(t, 10*time.Second, name+" to go", func() (bool, error) {
+			_, err := gadgets.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+	}
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("elsewhere"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	root := create("root")
+	other := create("other-owner")
+	// A namespaced owner is looked for in its dependent's namespace only:
+	// from another namespace, the reference is to an absent owner.
+	stranger := gadget("stranger", map[string]interface{}{})
+	stranger.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: root.GetAPIVersion(), Kind: root.GetKind(), Name: root.GetName(), UID: root.GetUID()}})
+	if _, err := k.Dyn.Resource(gvrGadgets).Namespace("elsewhere").Create(ctx, stranger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	child := create("child", root)
+	create("grandchild", child)
+	create("shared", root, other)
+	create("unrelated")
+	if err := gadgets.Delete(ctx, "root", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone("child")
+	gone("grandchild")
+	eventually(t, 10*time.Second, "elsewhere/stranger to go", func() (bool, error) {
+		_, err := k.Dyn.Resource(gvrGadgets).Namespace("elsewhere").Get(ctx, "stranger", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	eventually(t, 10*time.Second, "shared to lose its reference to root", func() (bool, error) {
+		got, err := gadgets.Get(ctx, "shared", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		refs := got.GetOwnerReferences()
+		return len(refs) == 1 && refs[0].UID == other.GetUID(), nil
+	})
+	for _, name := range []string{"shared", "other-owner", "unrelated"} {
+		if got, err := gadgets.Get(ctx, name, metav1.GetOptions{}); err != nil || got.GetDeletionTimestamp() != nil {
+			t.Errorf("%s: %v %v, want it kept", name, err, got)
+		}
+	}
+
+	// A cluster-scoped owner (a DeviceClass) of a namespaced custom
+	// resource: deleting the owner lets it go.
+	dc, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctx, newDeviceClass("owner-class"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcOwner := &unstructured.Unstructured{}
+	dcOwner.SetAPIVersion("resource.k8s.io/v1beta2")
+	dcOwner.SetKind("DeviceClass")
+	dcOwner.SetName(dc.Name)
+	dcOwner.SetUID(dc.UID)
+	create("of-a-class", dcOwner)
+	if err := k.Client.ResourceV1beta2().DeviceClasses().Delete(ctx, dc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone("of-a-class")
+}
+
+// The background collector knows the owner references stored before a
+// restart.
+func TestBackgroundCascadeAfterRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	k1 := startKapiIn(t, dir)
+	ctx := ctxT(t)
+	createCRD(t, k1, crdFromYAML(t, gadgetCRDYAML))
+	owner, err := k1.Dyn.Resource(gvrGadgets).Namespace("default").Create(ctx, gadget("owner", map[string]interface{}{}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dependent := gadget("dependent", map[string]interface{}{})
+	dependent.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(), UID: owner.GetUID()}})
+	if _, err := k1.Dyn.Resource(gvrGadgets).Namespace("default").Create(ctx, dependent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k1.Stop(t)
+
+	k2 := startKapiIn(t, dir)
+	gadgets := k2.Dyn.Resource(gvrGadgets).Namespace("default")
+	eventually(t, 10*time.Second, "the CRD to be served again", func() (bool, error) {
+		_, err := gadgets.Get(ctx, "owner", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err := gadgets.Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the dependent to go", func() (bool, error) {
+		_, err := gadgets.Get(ctx, "dependent", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }

@@ -29,8 +29,8 @@ import (
 //
 // Dependents are the objects whose ownerReferences name the owner's uid:
 // in the owner's namespace for a namespaced owner, anywhere for a
-// cluster-scoped one. A background deletion deletes no dependents (there
-// is no collector of orphaned dependents yet).
+// cluster-scoped one. A background deletion's dependents are orphans'
+// (orphans.go).
 type cascades struct {
 	s     *Server
 	queue *workQueue[storage.Key, *registry.Resource]

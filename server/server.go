@@ -47,6 +47,7 @@ type Server struct {
 
 	finalizer    *finalizer
 	cascades     *cascades
+	orphans      *orphans
 	crds         *crdController
 	policyStatus *policyStatusController
 	webhooks     *admission.Webhooks
@@ -120,6 +121,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	s := &Server{store: store, reg: reg, log: log, opts: opts, stopping: make(chan struct{}), policiesSet: make(chan struct{}), discoveryDocs: map[discoveryKey]*byGeneration[document]{}}
 	s.finalizer = newFinalizer(s)
 	s.cascades = newCascades(s)
+	s.orphans = newOrphans(s)
 	var err error
 	if s.crds, err = newCRDController(s, opts.ServiceResolver); err != nil {
 		return nil, err
@@ -141,6 +143,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.cascades.start(ctx)
+	s.orphans.start(ctx)
 	if err := s.policyStatus.start(ctx); err != nil {
 		return err
 	}
