@@ -772,6 +772,23 @@ func TestBackgroundCascade(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone("of-a-class")
+
+	// A cluster-scoped object naming a namespaced owner: the reference
+	// cannot be resolved, and kube's collector leaves the object alone.
+	nsOwner := create("namespaced-owner")
+	cluster := newDeviceClass("names-a-namespaced-owner")
+	cluster.OwnerReferences = []metav1.OwnerReference{{APIVersion: nsOwner.GetAPIVersion(), Kind: nsOwner.GetKind(), Name: nsOwner.GetName(), UID: nsOwner.GetUID()}}
+	if _, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctx, cluster, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gadgets.Delete(ctx, "namespaced-owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone("namespaced-owner")
+	time.Sleep(time.Second) // the collector sees the deletion at once; give it time
+	if _, err := k.Client.ResourceV1beta2().DeviceClasses().Get(ctx, cluster.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("a cluster-scoped object naming a namespaced owner: %v, want it kept", err)
+	}
 }
 
 // The background collector knows the owner references stored before a

@@ -217,8 +217,9 @@ func (o *orphans) collect(ctx context.Context, key storage.Key) error {
 
 // ownerPresent tells whether the owner ref names exists with its uid: in
 // the dependent's namespace if the owner's kind is namespaced. An owner of
-// a kind kapi does not serve is taken as present (kube's collector would
-// wait to learn it).
+// a kind kapi does not serve, or a namespaced owner of a cluster-scoped
+// dependent, is taken as present (kube's collector leaves such
+// references unresolved).
 func (o *orphans) ownerPresent(ctx context.Context, dependent *unstructured.Unstructured, ref metav1.OwnerReference) (bool, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
@@ -237,6 +238,11 @@ func (o *orphans) ownerPresent(ctx context.Context, dependent *unstructured.Unst
 	namespace := ""
 	if res.Namespaced {
 		namespace = dependent.GetNamespace()
+		if namespace == "" {
+			// A cluster-scoped dependent's namespaced owner cannot be
+			// resolved: kube's collector never collects it.
+			return true, nil
+		}
 	}
 	owner, _, err := o.s.getObject(ctx, res, namespace, ref.Name)
 	if apierrors.IsNotFound(err) {
