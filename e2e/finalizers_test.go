@@ -773,6 +773,22 @@ func TestBackgroundCascade(t *testing.T) {
 	}
 	gone("of-a-class")
 
+	// An object created naming only owners that do not exist is
+	// collected at once; one naming a kind kapi does not serve is not.
+	missing := &unstructured.Unstructured{}
+	missing.SetAPIVersion("dyn.example.com/v1")
+	missing.SetKind("Gadget")
+	missing.SetName("never-was")
+	missing.SetUID("00000000-0000-0000-0000-000000000001")
+	create("of-no-one", missing)
+	gone("of-no-one")
+	unknownKind := &unstructured.Unstructured{}
+	unknownKind.SetAPIVersion("apps/v1")
+	unknownKind.SetKind("Deployment")
+	unknownKind.SetName("web")
+	unknownKind.SetUID("00000000-0000-0000-0000-000000000002")
+	create("of-a-deployment", unknownKind)
+
 	// A cluster-scoped object naming a namespaced owner: the reference
 	// cannot be resolved, and kube's collector leaves the object alone.
 	nsOwner := create("namespaced-owner")
@@ -788,6 +804,9 @@ func TestBackgroundCascade(t *testing.T) {
 	time.Sleep(time.Second) // the collector sees the deletion at once; give it time
 	if _, err := k.Client.ResourceV1beta2().DeviceClasses().Get(ctx, cluster.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("a cluster-scoped object naming a namespaced owner: %v, want it kept", err)
+	}
+	if _, err := gadgets.Get(ctx, "of-a-deployment", metav1.GetOptions{}); err != nil {
+		t.Errorf("an object owned by a kind kapi does not serve: %v, want it kept", err)
 	}
 }
 

@@ -83,20 +83,30 @@ func TestCreateOfNameBeingDeleted(t *testing.T) {
 // (a patch's with the wording for after the mutating webhooks).
 func TestDuplicateOwnerReferences(t *testing.T) {
 	ts := newTestServer(t)
-	ref := `{"apiVersion":"v1","kind":"Namespace","name":"owner","uid":"u-1"}`
 	do := func(method, path, contentType, body string) (int, string, []string) {
 		t.Helper()
 		code, data, header := callFull(t, ts, method, path, contentType, body)
 		return code, data, header.Values("Warning")
 	}
+	// The owner exists: the garbage collector deletes an object whose
+	// owners are all missing.
+	code, body, _ := do(http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"owner"}}`)
+	var owner struct {
+		Metadata struct{ UID string } `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(body), &owner); code != http.StatusCreated || err != nil {
+		t.Fatalf("create the owner: %d %v %s", code, err, body)
+	}
+	uid := owner.Metadata.UID
+	ref := `{"apiVersion":"v1","kind":"Namespace","name":"owner","uid":"` + uid + `"}`
 	code, body, warnings := do(http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"owned","ownerReferences":[`+ref+`,`+ref+`]}}`)
-	want := `299 - ".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: u-1"`
-	if code != http.StatusCreated || strings.Count(body, `"uid":"u-1"`) != 1 || len(warnings) != 1 || warnings[0] != want {
+	want := `299 - ".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: ` + uid + `"`
+	if code != http.StatusCreated || strings.Count(body, `"uid":"`+uid+`"`) != 1 || len(warnings) != 1 || warnings[0] != want {
 		t.Errorf("create with a duplicate owner reference: %d, warnings %q, body %s", code, warnings, body)
 	}
 	code, body, warnings = do(http.MethodPatch, nsPath+"/owned", "application/merge-patch+json", `{"metadata":{"ownerReferences":[`+ref+`,`+ref+`]}}`)
-	want = `299 - ".metadata.ownerReferences contains duplicate entries after mutating admission happens; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: u-1"`
-	if code != http.StatusOK || strings.Count(body, `"uid":"u-1"`) != 1 || len(warnings) != 1 || warnings[0] != want {
+	want = `299 - ".metadata.ownerReferences contains duplicate entries after mutating admission happens; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: ` + uid + `"`
+	if code != http.StatusOK || strings.Count(body, `"uid":"`+uid+`"`) != 1 || len(warnings) != 1 || warnings[0] != want {
 		t.Errorf("patch with a duplicate owner reference: %d, warnings %q, body %s", code, warnings, body)
 	}
 }

@@ -21,7 +21,8 @@ import (
 // manager's garbage collector does: once an owner is gone, a dependent all
 // of whose owners are gone is deleted (in the background too), and one
 // that still has an owner loses its references to the owners that are
-// gone.
+// gone. An object that names owners none of which exists is deleted as
+// soon as it is written (or found at start).
 //
 // It keeps an index of which objects reference which owner uids, built
 // from the store at start and kept from its events: a write whose object
@@ -65,7 +66,7 @@ func (o *orphans) start(ctx context.Context) {
 				continue
 			}
 			for _, obj := range list.Items {
-				o.index(obj.Key, obj.Data)
+				o.indexAndCollect(ctx, obj.Key, obj.Data)
 			}
 		}
 		for {
@@ -111,18 +112,31 @@ func (o *orphans) handle(ctx context.Context, ev storage.Event) {
 			return
 		}
 		for _, key := range o.dependentsOf(obj.GetUID()) {
-			if err := o.collect(ctx, key); err != nil && ctx.Err() == nil {
-				o.s.log.Warn("deleting the dependents of a deleted owner", "resource", key.Resource, "namespace", key.Namespace, "name", key.Name, "err", err)
-			}
+			o.collectLogged(ctx, key)
 		}
 		return
 	}
-	o.index(ev.Object.Key, ev.Object.Data)
+	o.indexAndCollect(ctx, ev.Object.Key, ev.Object.Data)
+}
+
+// indexAndCollect indexes the object at key and, when it names an owner
+// it did not name before, checks that owner is there: as kube's collector,
+// an object whose owners are all missing from the start is deleted too.
+func (o *orphans) indexAndCollect(ctx context.Context, key storage.Key, data []byte) {
+	if o.index(key, data) {
+		o.collectLogged(ctx, key)
+	}
+}
+
+func (o *orphans) collectLogged(ctx context.Context, key storage.Key) {
+	if err := o.collect(ctx, key); err != nil && ctx.Err() == nil {
+		o.s.log.Warn("collecting a dependent whose owners are gone", "resource", key.Resource, "namespace", key.Namespace, "name", key.Name, "err", err)
+	}
 }
 
 // index records the owner uids data (an object's stored JSON; nil for a
-// deleted object) references.
-func (o *orphans) index(key storage.Key, data []byte) {
+// deleted object) references; added tells whether one is new for key.
+func (o *orphans) index(key storage.Key, data []byte) (added bool) {
 	var owners []types.UID
 	if bytes.Contains(data, ownerReferencesKey) {
 		if obj, err := decodeStored(&storage.Object{Key: key, Data: data}); err == nil {
@@ -133,7 +147,8 @@ func (o *orphans) index(key storage.Key, data []byte) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, uid := range o.refs[key] {
+	before := o.refs[key]
+	for _, uid := range before {
 		delete(o.dependents[uid], key)
 		if len(o.dependents[uid]) == 0 {
 			delete(o.dependents, uid)
@@ -145,11 +160,13 @@ func (o *orphans) index(key storage.Key, data []byte) {
 			o.dependents[uid] = map[storage.Key]bool{}
 		}
 		o.dependents[uid][key] = true
+		added = added || !slices.Contains(before, uid)
 	}
 	if len(owners) > 0 {
 		o.refs[key] = owners
 	}
 	o.referenced.Store(int64(len(o.dependents)))
+	return added
 }
 
 func (o *orphans) dependentsOf(uid types.UID) []storage.Key {
