@@ -843,3 +843,48 @@ func TestBackgroundCascadeAfterRestart(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 }
+
+// A cascading deletion left pending (a foreground delete held by a
+// dependent a policy keeps) is taken up again after a restart.
+func TestCascadingDeletionAfterRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	k1 := startKapiIn(t, dir)
+	ctx := ctxT(t)
+	createCRD(t, k1, crdFromYAML(t, gadgetCRDYAML))
+	policy := denyDeletesPolicy("keep-kept", "dyn.example.com", "gadgets", "kept stays")
+	policy.Spec.Validations[0].Expression = "!oldObject.metadata.name.startsWith('kept-')"
+	bindPolicy(t, k1, policy)
+	gadgets := k1.Dyn.Resource(gvrGadgets).Namespace("default")
+	owner, err := gadgets.Create(ctx, gadget("owner", map[string]interface{}{}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := true
+	kept := gadget("kept-dependent", map[string]interface{}{})
+	kept.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(), UID: owner.GetUID(), BlockOwnerDeletion: &block}})
+	if _, err := gadgets.Create(ctx, kept, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the policy to keep kept-dependent", func() (bool, error) {
+		err := gadgets.Delete(ctx, "kept-dependent", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "kept stays"), nil
+	})
+	foreground := metav1.DeletePropagationForeground
+	if err := gadgets.Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+	k1.Stop(t)
+
+	k2 := startKapiIn(t, dir)
+	if err := k2.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "keep-kept", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gadgets = k2.Dyn.Resource(gvrGadgets).Namespace("default")
+	for _, name := range []string{"kept-dependent", "owner"} {
+		eventually(t, 15*time.Second, name+" to go", func() (bool, error) {
+			_, err := gadgets.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	}
+}

@@ -54,27 +54,17 @@ func (c *cascades) enqueue(res *registry.Resource, obj *unstructured.Unstructure
 	}
 }
 
-// start queues the cascading deletions a previous run left pending, on a
-// goroutine of its own (it reads every object, decoding only those that
-// name one of the two finalizers), and works the queue until ctx ends.
+// mayCascade tells, from an object's stored JSON, whether it may name one
+// of the two finalizers (it is then decoded to know).
+func mayCascade(data []byte) bool {
+	return bytes.Contains(data, []byte(`"`+metav1.FinalizerOrphanDependents+`"`)) ||
+		bytes.Contains(data, []byte(`"`+metav1.FinalizerDeleteDependents+`"`))
+}
+
+// start works the queue until ctx ends. The cascading deletions a previous
+// run left pending are queued by the garbage collector's one read of the
+// stored objects at start (orphans.start).
 func (c *cascades) start(ctx context.Context) {
-	go func() {
-		mayCascade := func(o *storage.Object) (bool, error) {
-			return bytes.Contains(o.Data, []byte(`"`+metav1.FinalizerOrphanDependents+`"`)) ||
-				bytes.Contains(o.Data, []byte(`"`+metav1.FinalizerDeleteDependents+`"`)), nil
-		}
-		for _, res := range c.s.reg.All() {
-			list, err := c.s.store.List(ctx, res.StorageResource(), storage.ListOptions{Predicate: mayCascade})
-			if err != nil {
-				continue
-			}
-			for _, o := range list.Items {
-				if obj, err := decodeStored(o); err == nil {
-					c.enqueue(res, obj)
-				}
-			}
-		}
-	}()
 	go c.queue.run(ctx, func(ctx context.Context, key storage.Key, res *registry.Resource) bool {
 		done, err := c.finish(ctx, res, key)
 		if err != nil && ctx.Err() == nil {

@@ -53,19 +53,30 @@ func newOrphans(s *Server) *orphans {
 	return &orphans{s: s, dependents: map[types.UID]map[storage.Key]bool{}, refs: map[storage.Key][]types.UID{}, wake: make(chan struct{}, 1)}
 }
 
-// start indexes the stored objects' owner references as of now, then
-// follows the store's events until ctx ends.
+// start indexes the stored objects' owner references as of now (and
+// queues the cascading deletions left pending), then follows the store's
+// events until ctx ends.
 func (o *orphans) start(ctx context.Context) {
 	rev, cancel := o.s.store.SubscribeAt(o.observe)
 	go func() {
 		defer cancel()
-		hasRefs := func(obj *storage.Object) (bool, error) { return bytes.Contains(obj.Data, ownerReferencesKey), nil }
+		// One read of the stored objects for the whole collector: the
+		// owner references to index, and the cascading deletions a
+		// previous run left pending.
+		relevant := func(obj *storage.Object) (bool, error) {
+			return bytes.Contains(obj.Data, ownerReferencesKey) || mayCascade(obj.Data), nil
+		}
 		for _, res := range o.s.reg.All() {
-			list, err := o.s.store.List(ctx, res.StorageResource(), storage.ListOptions{Rev: rev, Predicate: hasRefs})
+			list, err := o.s.store.List(ctx, res.StorageResource(), storage.ListOptions{Rev: rev, Predicate: relevant})
 			if err != nil {
 				continue
 			}
 			for _, obj := range list.Items {
+				if mayCascade(obj.Data) {
+					if u, err := decodeStored(obj); err == nil {
+						o.s.cascades.enqueue(res, u)
+					}
+				}
 				o.indexAndCollect(ctx, obj.Key, obj.Data)
 			}
 		}
