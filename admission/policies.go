@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -121,7 +122,7 @@ func newCompositionEnv(strictCost bool) *plugincel.CompositionEnv {
 
 // compilePolicy compiles a policy's variables, matchConditions,
 // validations, messageExpressions and auditAnnotations as kube-apiserver's
-// plugin does, with one difference in cost, none in outcome: a policy with
+// plugin does, with two differences in cost, none in outcome. A policy with
 // no messageExpression, or no auditAnnotation, gets an evaluator that
 // evaluates nothing for them. The plugin's evaluators build the CEL
 // activation (the request and the namespace converted to unstructured by
@@ -129,12 +130,15 @@ func newCompositionEnv(strictCost bool) *plugincel.CompositionEnv {
 // cost as much as the validations themselves: two of the three
 // activations of a policy with validations only. (Kubernetes skips
 // empty groups itself in releases after the v1.33 libraries kapi uses.)
+// And the evaluators are given the request and the namespace only when
+// the policy reads them (policyInputs).
 func compilePolicy(policy *validating.Policy) validating.Validator {
 	strictCost := utilfeature.DefaultFeatureGate.Enabled(features.StrictCostEnforcementForVAP)
 	env := lenientCostEnv
 	if strictCost {
 		env = strictCostEnv
 	}
+	inputs := readInputs(policy)
 	hasParams := policy.Spec.ParamKind != nil
 	withAuthorizer := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true, StrictCost: strictCost}
 	withoutAuthorizer := plugincel.OptionalVariableDeclarations{HasParams: hasParams, StrictCost: strictCost}
@@ -152,7 +156,7 @@ func compilePolicy(policy *validating.Policy) validating.Validator {
 		for i := range conditions {
 			expressions[i] = (*matchconditions.MatchCondition)(&conditions[i])
 		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(expressions, withAuthorizer, environment.StoredExpressions),
+		matcher = matchconditions.NewMatcher(inputs.only(compiler.CompileCondition(expressions, withAuthorizer, environment.StoredExpressions)),
 			policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
 	}
 
@@ -169,7 +173,7 @@ func compilePolicy(policy *validating.Policy) validating.Validator {
 	if messageFilter == nil {
 		// Compiled with one entry per validation, nil where a validation
 		// has no messageExpression: results are matched by index.
-		messageFilter = compiler.CompileCondition(messages, withoutAuthorizer, environment.StoredExpressions)
+		messageFilter = inputs.only(compiler.CompileCondition(messages, withoutAuthorizer, environment.StoredExpressions))
 	}
 
 	var auditFilter plugincel.ConditionEvaluator = noExpressions{}
@@ -178,11 +182,11 @@ func compilePolicy(policy *validating.Policy) validating.Validator {
 		for i, a := range policy.Spec.AuditAnnotations {
 			annotations[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
 		}
-		auditFilter = compiler.CompileCondition(annotations, withAuthorizer, environment.StoredExpressions)
+		auditFilter = inputs.only(compiler.CompileCondition(annotations, withAuthorizer, environment.StoredExpressions))
 	}
 
 	return validating.NewValidator(
-		compiler.CompileCondition(validations, withAuthorizer, environment.StoredExpressions),
+		inputs.only(compiler.CompileCondition(validations, withAuthorizer, environment.StoredExpressions)),
 		matcher, auditFilter, messageFilter, policy.Spec.FailurePolicy)
 }
 
@@ -196,3 +200,64 @@ func (noExpressions) ForInput(_ context.Context, _ *admission.VersionedAttribute
 }
 
 func (noExpressions) CompilationErrors() []error { return nil }
+
+// policyInputs says which of the two costly CEL variables any expression of
+// a policy reads: `request` and `namespaceObject`. kube's evaluators
+// convert both to unstructured (by reflection, the request's options
+// through JSON) for every evaluation, read or not; given none, they
+// convert nothing. An expression reads a variable only by naming it, so a
+// policy none of whose expressions (variables included) holds the name
+// cannot read it, and its evaluators are given none: the outcome is the
+// same. (Later Kubernetes releases convert them only when read.)
+type policyInputs struct {
+	request, namespace bool
+}
+
+func readInputs(policy *validating.Policy) policyInputs {
+	var in policyInputs
+	read := func(expression string) {
+		// "request" also matches authorizer.requestResource: erring
+		// on the side of converting.
+		in.request = in.request || strings.Contains(expression, plugincel.RequestVarName)
+		in.namespace = in.namespace || strings.Contains(expression, plugincel.NamespaceVarName)
+	}
+	for _, v := range policy.Spec.Variables {
+		read(v.Expression)
+	}
+	for _, c := range policy.Spec.MatchConditions {
+		read(c.Expression)
+	}
+	for _, v := range policy.Spec.Validations {
+		read(v.Expression)
+		read(v.MessageExpression)
+	}
+	for _, a := range policy.Spec.AuditAnnotations {
+		read(a.ValueExpression)
+	}
+	return in
+}
+
+// only wraps e so that it is given the request and the namespace only if
+// the policy reads them.
+func (in policyInputs) only(e plugincel.ConditionEvaluator) plugincel.ConditionEvaluator {
+	if in.request && in.namespace {
+		return e
+	}
+	return unreadInputs{e, in}
+}
+
+type unreadInputs struct {
+	plugincel.ConditionEvaluator
+	reads policyInputs
+}
+
+func (e unreadInputs) ForInput(ctx context.Context, attr *admission.VersionedAttributes, request *admissionv1.AdmissionRequest,
+	vars plugincel.OptionalVariableBindings, namespace *corev1.Namespace, budget int64) ([]plugincel.EvaluationResult, int64, error) {
+	if !e.reads.request {
+		request = nil
+	}
+	if !e.reads.namespace {
+		namespace = nil
+	}
+	return e.ConditionEvaluator.ForInput(ctx, attr, request, vars, namespace, budget)
+}

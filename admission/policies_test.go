@@ -108,3 +108,76 @@ func TestPoliciesApplyWhileBound(t *testing.T) {
 		t.Fatalf("binding deleted: %v", err)
 	}
 }
+
+// Policies read `request` and `namespaceObject` wherever they name them: in
+// a variable, a matchCondition, a messageExpression or an auditAnnotation,
+// not only in a validation.
+func TestPolicyInputsWhereverRead(t *testing.T) {
+	fail := admissionregistrationv1.Fail
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}}
+	attr := &admission.VersionedAttributes{
+		Attributes: admission.NewAttributesRecord(cm, nil, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "default", "c",
+			corev1.SchemeGroupVersion.WithResource("configmaps"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "admin"}),
+		VersionedKind:   corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		VersionedObject: cm,
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"tier": "gold"}}}
+	for _, tc := range []struct {
+		name        string
+		spec        admissionregistrationv1.ValidatingAdmissionPolicySpec
+		wantMessage string // of the one deny decision; "" for none
+		wantAudit   string // the one audit annotation's value
+	}{{
+		name: "request in a variable",
+		spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			Variables:   []admissionregistrationv1.Variable{{Name: "op", Expression: "request.operation"}},
+			Validations: []admissionregistrationv1.Validation{{Expression: `variables.op != "CREATE"`, Message: "no creates"}},
+		},
+		wantMessage: "no creates",
+	}, {
+		// (kube gives matchConditions no namespaceObject: null.)
+		name: "request in a matchCondition",
+		spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "creates", Expression: `request.operation == "CREATE" && namespaceObject == null`}},
+			Validations:     []admissionregistrationv1.Validation{{Expression: "false", Message: "a create"}},
+		},
+		wantMessage: "a create",
+	}, {
+		name: "both in a messageExpression only",
+		spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", MessageExpression: `request.operation + " in " + namespaceObject.metadata.name`}},
+		},
+		wantMessage: "CREATE in default",
+	}, {
+		name: "request in an auditAnnotation only",
+		spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			Validations:      []admissionregistrationv1.Validation{{Expression: "true"}},
+			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "by", ValueExpression: "request.userInfo.username"}},
+		},
+		wantAudit: "admin",
+	}, {
+		name: "neither",
+		spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			Validations: []admissionregistrationv1.Validation{{Expression: `object.metadata.name != "c"`, Message: "not c"}},
+		},
+		wantMessage: "not c",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.FailurePolicy = &fail
+			policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: tc.spec}
+			result := compilePolicy(policy).Validate(context.Background(), corev1.SchemeGroupVersion.WithResource("configmaps"), attr, nil, ns, 1000000, allowAll{})
+			var denials []string
+			for _, d := range result.Decisions {
+				if d.Action == "deny" {
+					denials = append(denials, d.Message)
+				}
+			}
+			if tc.wantMessage == "" && len(denials) > 0 || tc.wantMessage != "" && (len(denials) != 1 || denials[0] != tc.wantMessage) {
+				t.Errorf("denials %q, want %q", denials, tc.wantMessage)
+			}
+			if tc.wantAudit != "" && (len(result.AuditAnnotations) != 1 || result.AuditAnnotations[0].Value != tc.wantAudit) {
+				t.Errorf("audit annotations %+v, want one with %q", result.AuditAnnotations, tc.wantAudit)
+			}
+		})
+	}
+}
