@@ -1001,6 +1001,12 @@ func TestWebhookSelectors(t *testing.T) {
 	if calls := hs.callsTo("/nsname-m", "ns-named"); len(calls) == 1 && calls[0].Object.GetLabels()["kubernetes.io/metadata.name"] != "ns-named" {
 		t.Errorf("the mutating webhook saw namespace ns-named with labels %v, want kubernetes.io/metadata.name=ns-named", calls[0].Object.GetLabels())
 	}
+	// The same defaulting sets a namespace's phase (SetDefaults_NamespaceStatus).
+	if calls := hs.callsTo("/nsname-m", "ns-named"); len(calls) == 1 {
+		if phase, _, _ := unstructured.NestedString(calls[0].Object.Object, "status", "phase"); phase != "Active" {
+			t.Errorf("the mutating webhook saw namespace ns-named with status.phase %q, want Active", phase)
+		}
+	}
 
 	// objectSelector matches the new or the old object.
 	r := create("sel-b", "o-plain", nil, nil)

@@ -30,9 +30,10 @@ func namespaceResource() *registry.Resource {
 		storageVersion: "v1",
 		groupVersion:   func(v string) string { return v },
 		unconditional:  true,
-		// kube-apiserver labels a namespace with its name as it decodes
-		// it, so mutating webhooks can select it by that label.
-		defaults: setNameLabel,
+		// kube-apiserver defaults a namespace as it decodes it (the
+		// label with its name, phase Active where none is given), so
+		// mutating webhooks see both.
+		defaults: defaultNamespace,
 		prepareCreate: func(ns *corev1.Namespace) {
 			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 			if !hasFinalizer(ns.Spec.Finalizers, FinalizerKubernetes) {
@@ -134,6 +135,15 @@ var InitialNamespaces = []string{"default", "kube-system", "kube-public", "kube-
 
 // immortalNamespaces may not be deleted.
 var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
+
+// defaultNamespace is kube's defaulting of a namespace (SetDefaults_Namespace
+// and SetDefaults_NamespaceStatus).
+func defaultNamespace(ns *corev1.Namespace) {
+	setNameLabel(ns)
+	if ns.Status.Phase == "" {
+		ns.Status.Phase = corev1.NamespaceActive
+	}
+}
 
 func setNameLabel(ns *corev1.Namespace) {
 	if ns.Labels == nil {
