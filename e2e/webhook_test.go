@@ -554,6 +554,9 @@ func TestWebhookMutatingPatch(t *testing.T) {
 			}
 			return patchResponse(ops, "labelled by the mutating webhook", "defaulted spec.color")
 		case admissionv1.Update:
+			if strings.HasPrefix(obj.GetName(), "rename-") {
+				return patchResponse([]map[string]interface{}{{"op": "replace", "path": "/metadata/name", "value": "renamed"}})
+			}
 			// A warning a header cannot carry (a control character) is
 			// dropped, as kube-apiserver drops it.
 			return patchResponse([]map[string]interface{}{{"op": "add", "path": "/metadata/annotations", "value": map[string]string{"hooks.example.com/updated": "true"}}}, "annotated", "dropped for its\nnewline")
@@ -614,6 +617,16 @@ func TestWebhookMutatingPatch(t *testing.T) {
 	}
 	if got := decodeObj(t, k.do(t, "GET", gears+"/g1", nil)); got.GetAnnotations()["hooks.example.com/updated"] != "true" || nested(got, "spec", "size") != int64(5) {
 		t.Errorf("stored g1 after the update: annotations %v spec %v", got.GetAnnotations(), got.Object["spec"])
+	}
+
+	// A webhook renaming the object on update: the name is immutable,
+	// and the error names the object as the webhook left it (kube's
+	// BeforeUpdate).
+	mustCode(t, "create rename-1", k.do(t, "POST", gears, gearJSON("", "rename-1", nil, map[string]interface{}{"size": 1})), http.StatusCreated)
+	obj = decodeObj(t, k.do(t, "GET", gears+"/rename-1", nil))
+	r = k.do(t, "PUT", gears+"/rename-1", mustJSON(t, obj.Object))
+	if st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Gear.hooks.example.com "renamed" is invalid: metadata.name`); st.Details == nil || st.Details.Name != "renamed" {
+		t.Errorf("renaming update: details %+v, want name renamed", st.Details)
 	}
 
 	// A patch that breaks the schema: validation runs after mutation

@@ -784,13 +784,13 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 				obj.Object["status"] = runtime.DeepCopyJSONValue(status)
 			}
 			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(ctx, obj, old)...); len(errs) > 0 {
-				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
+				return nil, apierrors.NewInvalid(res.GroupKind(), obj.GetName(), errs)
 			}
 		} else if req.subresource == "status" {
 			st := res.Strategy.(registry.StatusStrategy)
 			st.PrepareForStatusUpdate(ctx, obj, old)
 			if errs := append(commonMetaErrors(res, obj, old), st.ValidateStatusUpdate(ctx, obj, old)...); len(errs) > 0 {
-				return nil, apierrors.NewInvalid(res.GroupKind(), req.name, errs)
+				return nil, apierrors.NewInvalid(res.GroupKind(), obj.GetName(), errs)
 			}
 		} else {
 			res.Strategy.PrepareForUpdate(ctx, obj, old)
@@ -798,7 +798,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 				obj.SetGeneration(old.GetGeneration() + 1)
 			}
 			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(ctx, obj, old)...); len(errs) > 0 {
-				return nil, apierrors.NewInvalid(objectGroupKind(res, obj), req.name, errs)
+				return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 			}
 			if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
 				addWarnings(ctx, ws.WarningsOnUpdate(ctx, obj, old))
