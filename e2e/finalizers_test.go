@@ -81,9 +81,10 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 	}
 
 	// Removing the finalizer completes the deletion. As under
-	// kube-apiserver, the answer and the DELETED event carry the object as
-	// it was stored (its finalizer still listed) at the deletion's
-	// resourceVersion.
+	// kube-apiserver, the answer is the object of the update (no
+	// finalizer) at the resourceVersion it had; the DELETED event carries
+	// the object as it was stored (its finalizer still listed) at the
+	// deletion's resourceVersion.
 	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: again.ResourceVersion, FieldSelector: "metadata.name=held"})
 	if err != nil {
 		t.Fatal(err)
@@ -94,14 +95,14 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("removing the finalizer: %v", err)
 	}
-	if len(last.Finalizers) != 1 || rvInt(t, last.ResourceVersion) <= rvInt(t, again.ResourceVersion) {
-		t.Errorf("the update that removed the last finalizer answered finalizers %v at %s, want the stored %v at a newer resourceVersion than %s", last.Finalizers, last.ResourceVersion, again.Finalizers, again.ResourceVersion)
+	if len(last.Finalizers) != 0 || last.ResourceVersion != again.ResourceVersion {
+		t.Errorf("the update that removed the last finalizer answered finalizers %v at %s, want none at %s", last.Finalizers, last.ResourceVersion, again.ResourceVersion)
 	}
 	select {
 	case ev := <-w.ResultChan():
 		deleted, _ := ev.Object.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-		if ev.Type != watch.Deleted || deleted == nil || len(deleted.Finalizers) != 1 || deleted.ResourceVersion != last.ResourceVersion {
-			t.Errorf("watch event %s %v, want DELETED with the stored finalizer at %s", ev.Type, ev.Object, last.ResourceVersion)
+		if ev.Type != watch.Deleted || deleted == nil || len(deleted.Finalizers) != 1 || rvInt(t, deleted.ResourceVersion) <= rvInt(t, again.ResourceVersion) {
+			t.Errorf("watch event %s %v, want DELETED with the stored finalizer at a newer resourceVersion than %s", ev.Type, ev.Object, again.ResourceVersion)
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("no DELETED event")
@@ -127,8 +128,12 @@ func TestFinalizerHoldsDeletion(t *testing.T) {
 	if err != nil || len(still.Finalizers) != 1 || still.DeletionTimestamp == nil {
 		t.Fatalf("with one finalizer left: err=%v finalizers=%v", err, still)
 	}
-	if _, err := dcs.Patch(ctx, dc.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+	patched, err := dcs.Patch(ctx, dc.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	if err != nil {
 		t.Fatalf("patching out the last finalizer: %v", err)
+	}
+	if len(patched.Finalizers) != 0 || patched.ResourceVersion != still.ResourceVersion {
+		t.Errorf("the patch that removed the last finalizer answered finalizers %v at %s, want none at %s", patched.Finalizers, patched.ResourceVersion, still.ResourceVersion)
 	}
 	if _, err := dcs.Get(ctx, dc.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after the last finalizer went: %v, want NotFound", err)

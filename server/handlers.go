@@ -817,13 +817,15 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		key := storageKey(res, req.namespace, req.name)
 		// The last finalizer of an object being deleted is gone: the
 		// update completes the deletion instead, as kube-apiserver's store
-		// does: the deleted object (the DELETED event's, the answer's) is
-		// the stored one, at the deletion's resourceVersion.
+		// does. The deleted object (the DELETED event's) is the stored
+		// one, at the deletion's resourceVersion; the client is answered
+		// with the object of its update, at the resourceVersion it had.
 		if old.GetDeletionTimestamp() != nil && len(out.GetFinalizers()) == 0 && !holdsDeletion(res, out) {
-			if out, err = decodeStored(stored); err != nil {
-				return nil, apierrors.NewInternalError(err)
+			deleted, derr := decodeStored(stored)
+			if derr != nil {
+				return nil, apierrors.NewInternalError(derr)
 			}
-			_, err = s.store.Delete(ctx, key, rev, encoder(out))
+			_, err = s.store.Delete(ctx, key, rev, encoder(deleted))
 		} else if sameAsStored(out, stored) {
 			// Nothing changed: kube-apiserver skips the write and keeps
 			// the resourceVersion.
