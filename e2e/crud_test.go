@@ -612,6 +612,42 @@ func TestResourceVersionsIncreaseAcrossKinds(t *testing.T) {
 	}
 }
 
+// A create may not carry a resourceVersion (kube's storage refuses it:
+// the classic mistake of re-creating an object read before); a dry run
+// may, as under kube-apiserver.
+func TestCreateWithResourceVersion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	ns := newNamespace("rv-set")
+	ns.ResourceVersion = "5"
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "resourceVersion should not be set on objects to be created") {
+		t.Errorf("create of a namespace with a resourceVersion: %v, want 400 resourceVersion should not be set on objects to be created", err)
+	}
+	if _, err := k.Client.CoreV1().Namespaces().Get(ctx, "rv-set", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after the refused create: %v, want NotFound", err)
+	}
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("dry-run create with a resourceVersion: %v", err)
+	}
+	crd := newCRD("rvsets", "example.com")
+	created, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the CRD gone", func() (bool, error) {
+		_, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, created.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	// Re-creating the object as it was read.
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, created, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("re-creating a CRD as read: %v, want 400", err)
+	}
+}
+
 // PUT rules of kube-apiserver's generic registry: which kinds need
 // metadata.resourceVersion, a uid in the body is a precondition, and an
 // update never creates.

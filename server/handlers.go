@@ -554,7 +554,11 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	obj.SetUID(uuid.NewUUID())
 	obj.SetCreationTimestamp(now)
-	obj.SetResourceVersion("")
+	if req.isPatch {
+		// A server-side apply that creates: kube's store clears the
+		// resourceVersion of an object it creates on update.
+		obj.SetResourceVersion("")
+	}
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetSelfLink("")
@@ -589,6 +593,12 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 		return nil, err
 	}
 	key := storageKey(res, obj.GetNamespace(), obj.GetName())
+	if !dryRun && obj.GetResourceVersion() != "" {
+		// kube-apiserver's storage refuses it, after admission (its
+		// dry run does not): a client re-creating an object it read.
+		// Its answer is a 500 with this message; bad input is a 400 here.
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
 	if dryRun {
 		if _, err := s.store.Get(ctx, key); err == nil {
 			return nil, apierrors.NewAlreadyExists(res.GroupResource(), obj.GetName())
