@@ -636,6 +636,11 @@ func TestCascadingDeletion(t *testing.T) {
 	gone("default", "orphaning")
 	if got, err := gadgets.Get(ctx, "orphaned", metav1.GetOptions{}); err != nil || len(got.GetOwnerReferences()) != 0 {
 		t.Errorf("the orphaned dependent: %v, ownerReferences %v", err, got.GetOwnerReferences())
+	} else if refs, found, _ := unstructured.NestedFieldNoCopy(got.Object, "metadata", "ownerReferences"); found {
+		// kube's collector patches the field away (null) with its last reference.
+		t.Errorf("the orphaned dependent has metadata.ownerReferences %v, want the field gone", refs)
+	} else if fields, _ := json.Marshal(got.GetManagedFields()); strings.Contains(string(fields), "f:ownerReferences") {
+		t.Errorf("the orphaned dependent's managedFields still own ownerReferences: %s", fields)
 	} else if fields, _ := json.Marshal(got.GetManagedFields()); strings.Contains(string(fields), string(owner.GetUID())) {
 		// Written through the update path: the reference leaves its
 		// manager's fields too.

@@ -173,14 +173,24 @@ func blocksOwner(obj *unstructured.Unstructured, owner types.UID) bool {
 // orphan removes d's references to owner.
 func (c *cascades) orphan(ctx context.Context, d dependent, owner types.UID) error {
 	return c.rewrite(ctx, d.res, storageKey(d.res, d.obj.GetNamespace(), d.obj.GetName()), func(obj *unstructured.Unstructured) bool {
-		refs := obj.GetOwnerReferences()
-		kept := slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool { return ref.UID == owner })
-		if len(kept) == len(refs) {
-			return false
-		}
-		obj.SetOwnerReferences(kept)
-		return true
+		return dropOwnerReferences(obj, func(uid types.UID) bool { return uid == owner })
 	})
+}
+
+// dropOwnerReferences removes obj's references to the owners gone names,
+// and the field itself with the last one, as kube's collector patches it
+// (ownerReferences: null). It tells whether obj changed.
+func dropOwnerReferences(obj *unstructured.Unstructured, gone func(types.UID) bool) bool {
+	refs := obj.GetOwnerReferences()
+	kept := slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool { return gone(ref.UID) })
+	if len(kept) == len(refs) {
+		return false
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	obj.SetOwnerReferences(kept)
+	return true
 }
 
 // removeFinalizer removes finalizer from the object at key, which is then

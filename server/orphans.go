@@ -232,13 +232,7 @@ func (o *orphans) collect(ctx context.Context, key storage.Key) error {
 		return err
 	default:
 		return o.s.cascades.rewrite(ctx, res, key, func(obj *unstructured.Unstructured) bool {
-			refs := obj.GetOwnerReferences()
-			kept := slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool { return slices.Contains(gone, ref.UID) })
-			if len(kept) == len(refs) {
-				return false
-			}
-			obj.SetOwnerReferences(kept)
-			return true
+			return dropOwnerReferences(obj, func(uid types.UID) bool { return slices.Contains(gone, uid) })
 		})
 	}
 }
