@@ -101,7 +101,7 @@ func TestDiscovery(t *testing.T) {
 		if g.Name != "admissionregistration.k8s.io" || g.PreferredVersion.Version != "v1" || len(g.Versions) != 2 {
 			t.Errorf("/apis/admissionregistration.k8s.io: %+v", g)
 		}
-		expectStatus(t, k.do(t, "GET", "/apis/nope.example.com", nil), http.StatusNotFound, metav1.StatusReasonNotFound)
+		expectPlainNotFound(t, k.do(t, "GET", "/apis/nope.example.com", nil))
 	})
 
 	t.Run("resource lists", func(t *testing.T) {
@@ -158,7 +158,7 @@ func TestDiscovery(t *testing.T) {
 				}
 			}
 		}
-		expectStatus(t, k.do(t, "GET", "/apis/admissionregistration.k8s.io/v7", nil), http.StatusNotFound, metav1.StatusReasonNotFound)
+		expectPlainNotFound(t, k.do(t, "GET", "/apis/admissionregistration.k8s.io/v7", nil))
 	})
 
 	t.Run("aggregated", func(t *testing.T) {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,15 +83,32 @@ func TestErrorsAsStatus(t *testing.T) {
 	})
 
 	t.Run("unknown resource", func(t *testing.T) {
+		// Under a built-in group version, kube-apiserver's router for it
+		// answers a Status.
 		for _, p := range []string{
 			"/apis/admissionregistration.k8s.io/v1/foos",
 			"/apis/admissionregistration.k8s.io/v1/foos/x",
-			"/apis/nope.example.com/v1/things",
-			"/apis/admissionregistration.k8s.io/v7/validatingwebhookconfigurations",
 			"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/existing/status",
+			"/api/v1/foos",
 		} {
 			r := k.do(t, "GET", p, nil)
 			expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound)
+		}
+		// Anywhere else the request falls through to a plain 404, which
+		// client-go makes a NotFound naming what it asked for.
+		for _, p := range []string{
+			"/apis/nope.example.com/v1/things",
+			"/apis/admissionregistration.k8s.io/v7/validatingwebhookconfigurations",
+			"/api/v2/namespaces",
+			"/nothing-here",
+		} {
+			expectPlainNotFound(t, k.do(t, "GET", p, nil))
+		}
+		// (As kubectl's requests name it: kubectl prints it, "(get things x)".)
+		err := k.Client.CoreV1().RESTClient().Get().AbsPath("/apis/nope.example.com/v1").Resource("things").Name("x").Do(ctxT(t)).Error()
+		var se apierrors.APIStatus
+		if !apierrors.IsNotFound(err) || !errors.As(err, &se) || se.Status().Details == nil || se.Status().Details.Kind != "things" || se.Status().Details.Name != "x" {
+			t.Errorf("client-go get of an unknown resource: %v (%+v), want a NotFound naming things x", err, se)
 		}
 	})
 

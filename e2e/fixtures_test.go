@@ -375,6 +375,15 @@ func expectStatus(t testing.TB, r httpResult, code int, reason metav1.StatusReas
 	return st
 }
 
+// expectPlainNotFound checks for the plain-text 404 of a path
+// kube-apiserver's routers all pass on (Go's http.NotFound).
+func expectPlainNotFound(t testing.TB, r httpResult) {
+	t.Helper()
+	if r.Code != http.StatusNotFound || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") || string(r.Body) != "404 page not found\n" {
+		t.Errorf("HTTP %d %q %q, want 404 text/plain \"404 page not found\"", r.Code, r.Header.Get("Content-Type"), r.Body)
+	}
+}
+
 func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	data, err := json.Marshal(v)

@@ -251,7 +251,32 @@ func subresources(res *registry.Resource, version string) []subresource {
 	return out
 }
 
-// notFoundPath is kube-apiserver's answer to a path it does not serve.
-func notFoundPath(r *http.Request) error {
-	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+// notFoundPath is kube-apiserver's answer to a path outside its built-in
+// group versions: the request falls through its routers to Go's plain
+// "404 page not found" (clients make a NotFound of their own of it, naming
+// the resource they asked for).
+func notFoundPath(*http.Request) error { return &pathNotFound{plain: true} }
+
+// notFoundIn is the answer to a path under group/version that names no
+// resource kapi serves there. Under a built-in group version it is the
+// NotFound Status of kube-apiserver's router for it (go-restful's);
+// under a custom resource's (kube's CRD handler passes the request on) or
+// an unknown one, the plain 404 of notFoundPath.
+func (s *Server) notFoundIn(group, version string) error {
+	for _, res := range s.reg.Resources(group, version) {
+		if !res.Custom {
+			return &pathNotFound{}
+		}
+	}
+	return &pathNotFound{plain: true}
+}
+
+// pathNotFound is a path kapi does not serve; writeError answers it as
+// plain text or as a Status.
+type pathNotFound struct{ plain bool }
+
+func (e *pathNotFound) Error() string { return "the server could not find the requested resource" }
+
+func (e *pathNotFound) Status() metav1.Status {
+	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", e.Error(), 0, false).Status()
 }

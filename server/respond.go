@@ -157,8 +157,13 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 	w.Write(data)
 }
 
-// writeError writes err as a metav1.Status.
+// writeError writes err as a metav1.Status (a path not found as plain
+// text where kube-apiserver answers it so).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if nf := (*pathNotFound)(nil); errors.As(err, &nf) && nf.plain {
+		http.NotFound(w, r)
+		return
+	}
 	status := toStatus(err)
 	writeObject(w, r, output{}, int(status.Code), status)
 }

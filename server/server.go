@@ -276,15 +276,15 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 		}
 	}
 	if len(parts) > 3 {
-		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+		return nil, s.notFoundIn(group, version)
 	}
 	res, ok := s.reg.Get(group, version, parts[0])
 	if !ok {
-		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+		return nil, s.notFoundIn(group, version)
 	}
 	req.res = res
 	if req.namespace != "" && !res.Namespaced {
-		return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+		return nil, s.notFoundIn(group, version)
 	}
 	if len(parts) > 1 {
 		req.name = parts[1]
@@ -299,7 +299,7 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: res.Group, Resource: res.Plural}, req.name)
 		}
 		if !known || req.watchPath {
-			return nil, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false)
+			return nil, s.notFoundIn(group, version)
 		}
 	}
 	return req, nil
@@ -341,7 +341,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 	if req.res.Namespaced && req.namespace == "" && (r.Method != http.MethodGet || req.name != "") {
 		// A namespaced resource is only listed and watched across
 		// namespaces; everything else needs a namespace in the path.
-		writeError(w, r, notFoundPath(r))
+		writeError(w, r, s.notFoundIn(req.res.Group, req.version))
 		return
 	}
 	if req.subresource == "scale" {
