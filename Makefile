@@ -54,7 +54,9 @@ bench:
 	$(GO) run ./hack/bench -kapi $(BIN) -libfloor bin/libfloor -json bench.json
 
 # Regenerates the OpenAPI definitions of the built-in kinds (openapi/builtin)
-# with the official generator, from hack/tools' own module. (gotypesalias=0:
+# with the official generator, from hack/tools' own module, then their
+# OpenAPI documents (openapi/builtin/docs) as kube-apiserver builds them
+# from its routes (hack/openapigen). (gotypesalias=0:
 # this kube-openapi release predates Go's type aliases in go/types.)
 # The generator's GetOpenAPIDefinitions builds all 399 definitions at once;
 # the sed turns it into definitionFuncs, a map of the functions that build
@@ -74,3 +76,6 @@ generate:
 		-e 's/^\(\t\t"[^"]*": *schema_[A-Za-z0-9_]*\)(ref),$$/\1,/' \
 		openapi/builtin/zz_generated.openapi.go
 	$(GO) fmt ./openapi/builtin >/dev/null
+	rm -rf openapi/builtin/docs.new
+	$(GO) run ./hack/openapigen openapi/builtin/docs.new
+	rm -rf openapi/builtin/docs && mv openapi/builtin/docs.new openapi/builtin/docs

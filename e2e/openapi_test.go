@@ -316,3 +316,136 @@ func TestOpenAPIBuiltinsBesideCRDs(t *testing.T) {
 		t.Errorf("explain of a built-in kind beside a CRD in its group version:\n%s", out)
 	}
 }
+
+// The built-in kinds' operations are kube-apiserver's: path parameters,
+// request bodies with the patch types (kubectl apply reads them to choose
+// a strategic merge patch), responses, operationIds, /watch/ paths, the
+// namespace's /finalize and no namespace deletecollection; every $ref
+// resolves in its document.
+func TestOpenAPIBuiltinOperations(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	type operation struct {
+		OperationID string `json:"operationId"`
+		RequestBody struct {
+			Content map[string]any `json:"content"`
+		} `json:"requestBody"`
+		Responses map[string]struct {
+			Content map[string]any `json:"content"`
+		} `json:"responses"`
+	}
+	type pathItem struct {
+		Parameters []struct {
+			Name, In string
+			Required bool
+		} `json:"parameters"`
+		Get, Put, Post, Patch, Delete *operation
+	}
+	var doc struct {
+		Paths map[string]pathItem `json:"paths"`
+	}
+	gvs := map[string]string{
+		"admissionregistration": "/openapi/v3/apis/admissionregistration.k8s.io/v1",
+		"core":                  "/openapi/v3/api/v1",
+		"apiextensions":         "/openapi/v3/apis/apiextensions.k8s.io/v1",
+		"resource":              "/openapi/v3/apis/resource.k8s.io/v1beta2",
+	}
+	docs := map[string][]byte{}
+	for name, p := range gvs {
+		r := k.do(t, "GET", p, nil)
+		mustCode(t, "GET "+p, r, http.StatusOK)
+		docs[name] = r.Body
+		checkRefs(t, p, r.Body, "#/components/schemas/")
+	}
+	if err := json.Unmarshal(docs["admissionregistration"], &doc); err != nil {
+		t.Fatal(err)
+	}
+	item, ok := doc.Paths["/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"]
+	if !ok || len(item.Parameters) == 0 || item.Parameters[0].Name != "name" || item.Parameters[0].In != "path" || !item.Parameters[0].Required {
+		t.Errorf("a policy's path: %+v, want the path parameter name", item.Parameters)
+	}
+	if item.Patch == nil || item.Patch.OperationID != "patchAdmissionregistrationV1ValidatingAdmissionPolicy" {
+		t.Fatalf("a policy's patch: %+v", item.Patch)
+	}
+	for _, ct := range []string{"application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"} {
+		if _, ok := item.Patch.RequestBody.Content[ct]; !ok {
+			t.Errorf("a policy's patch takes no %s", ct)
+		}
+	}
+	if _, ok := item.Patch.Responses["200"].Content["application/json"]; !ok {
+		t.Errorf("a policy's patch answers no application/json: %+v", item.Patch.Responses)
+	}
+	if _, ok := doc.Paths["/apis/admissionregistration.k8s.io/v1/watch/validatingadmissionpolicies"]; !ok {
+		t.Error("no /watch/ path for policies")
+	}
+
+	doc.Paths = nil
+	if err := json.Unmarshal(docs["core"], &doc); err != nil {
+		t.Fatal(err)
+	}
+	if ns := doc.Paths["/api/v1/namespaces"]; ns.Post == nil || ns.Post.OperationID != "createCoreV1Namespace" || ns.Delete != nil {
+		t.Errorf("/api/v1/namespaces: post %+v, delete %+v; want createCoreV1Namespace and no deletecollection", ns.Post, ns.Delete)
+	}
+	if fin := doc.Paths["/api/v1/namespaces/{name}/finalize"]; fin.Put == nil {
+		t.Error("no PUT of a namespace's /finalize")
+	}
+
+	// The v2 document too, with kube's shared parameters.
+	r := k.do(t, "GET", "/openapi/v2", nil)
+	checkRefs(t, "/openapi/v2", r.Body, "#/definitions/", "#/parameters/")
+	var v2 struct {
+		Paths map[string]struct {
+			Patch struct {
+				OperationID string   `json:"operationId"`
+				Consumes    []string `json:"consumes"`
+			} `json:"patch"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(r.Body, &v2); err != nil {
+		t.Fatal(err)
+	}
+	if patch := v2.Paths["/api/v1/namespaces/{name}"].Patch; patch.OperationID != "patchCoreV1Namespace" || !strings.Contains(strings.Join(patch.Consumes, ","), "application/strategic-merge-patch+json") {
+		t.Errorf("v2 namespace patch: %+v", patch)
+	}
+}
+
+// checkRefs checks that every $ref of an OpenAPI document points into one
+// of its sections (prefixes) at something the document has.
+func checkRefs(t *testing.T, name string, data []byte, prefixes ...string) {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	has := func(ref string) bool {
+		for _, prefix := range prefixes {
+			if !strings.HasPrefix(ref, prefix) {
+				continue
+			}
+			section := doc
+			for _, part := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(prefix, "#/"), "/"), "/") {
+				section, _ = section[part].(map[string]any)
+			}
+			_, ok := section[strings.TrimPrefix(ref, prefix)]
+			return ok
+		}
+		return false
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok && !has(ref) {
+				t.Errorf("%s: $ref %s resolves to nothing", name, ref)
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+}

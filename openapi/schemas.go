@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	"encoding/json"
 	"strings"
 
 	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
@@ -84,33 +83,6 @@ func definitions(prefix string, roots []string) map[string]*spec.Schema {
 	}
 	for _, path := range roots {
 		visit(path)
-	}
-	return out
-}
-
-// schemasFor returns the definitions of kinds and of everything they
-// reference, with $refs under prefix, each kind's marked with its group,
-// version and kind as kube-apiserver marks them
-// (x-kubernetes-group-version-kind), and each passed through publish.
-func schemasFor(prefix string, kinds []Kind, publish func(*spec.Schema) *spec.Schema) map[string]any {
-	var roots []string
-	for _, k := range kinds {
-		roots = append(roots, typeName(k.Group, k.Version, k.Kind), typeName(k.Group, k.Version, k.Kind+"List"))
-	}
-	out := map[string]any{}
-	for name, s := range definitions(prefix, roots) {
-		data, err := json.Marshal(publish(s))
-		var m map[string]any
-		if err == nil && json.Unmarshal(data, &m) == nil {
-			out[name] = m
-		}
-	}
-	for _, k := range kinds {
-		for _, kind := range []string{k.Kind, k.Kind + "List"} {
-			if m, ok := out[definitionName(k.Group, k.Version, kind)].(map[string]any); ok {
-				m[gvkExtension] = []any{map[string]any{"group": k.Group, "version": k.Version, "kind": kind}}
-			}
-		}
 	}
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kapi-dev/kapi/openapi"
+	builtinopenapi "github.com/kapi-dev/kapi/openapi/builtin"
 )
 
 // document is an OpenAPI document as served: its JSON and the hash clients
@@ -143,7 +143,7 @@ func (s *Server) buildGVDocuments(previous map[string]gvDocument) (map[string]gv
 			out[p] = old
 			continue
 		}
-		doc, err := buildGVDocument(src)
+		doc, err := buildGVDocument(p, src)
 		if err != nil {
 			return nil, err
 		}
@@ -153,29 +153,26 @@ func (s *Server) buildGVDocuments(previous map[string]gvDocument) (map[string]gv
 }
 
 // buildGVDocument builds a group version's document: that of its built-in
-// kinds merged with its custom resources' documents (a CRD may serve a
-// kind in a built-in group version).
-func buildGVDocument(src gvSources) (document, error) {
-	var builtin any
+// kinds (generated as kube-apiserver builds it) merged with its custom
+// resources' documents (a CRD may serve a kind in a built-in group
+// version).
+func buildGVDocument(path string, src gvSources) (document, error) {
+	var docs []*spec3.OpenAPI
 	if len(src.builtin) > 0 {
-		builtin = openapi.V3(src.builtin[0].Group, src.builtin[0].Version, slices.Clone(src.builtin)) // V3 sorts its kinds
-	}
-	if len(src.custom) == 0 {
-		return marshalDocument(builtin)
-	}
-	docs := src.custom
-	if builtin != nil {
-		data, err := json.Marshal(builtin)
-		if err != nil {
-			return document{}, err
+		data, ok := builtinopenapi.V3Document(path)
+		if !ok {
+			return document{}, fmt.Errorf("openapi: no document for the built-in group version %s", path)
+		}
+		if len(src.custom) == 0 {
+			return newDocument(data), nil
 		}
 		var doc spec3.OpenAPI
 		if err := json.Unmarshal(data, &doc); err != nil {
 			return document{}, err
 		}
-		docs = append([]*spec3.OpenAPI{&doc}, docs...)
+		docs = append(docs, &doc)
 	}
-	merged, err := builder.MergeSpecsV3(docs...)
+	merged, err := builder.MergeSpecsV3(append(docs, src.custom...)...)
 	if err != nil {
 		return document{}, err
 	}
@@ -315,37 +312,30 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 	serveDocumentAs(w, r, contentType, doc, built)
 }
 
-// buildV2Document builds the /openapi/v2 document: the operations of the
-// built-in kinds and the documents of every served custom resource version.
+// buildV2Document builds the /openapi/v2 document: the built-in kinds'
+// (generated as kube-apiserver builds it) merged with the documents of
+// every served custom resource version.
 func (s *Server) buildV2Document() (document, error) {
-	var kinds []openapi.Kind
 	var custom []*spec.Swagger
 	for _, res := range s.reg.All() {
+		if res.OpenAPIV2 == nil {
+			continue
+		}
 		for _, v := range res.Versions {
-			if res.OpenAPIV2 != nil {
-				doc, err := res.OpenAPIV2(v)
-				if err != nil {
-					return document{}, err
-				}
-				custom = append(custom, doc)
-				continue
+			doc, err := res.OpenAPIV2(v)
+			if err != nil {
+				return document{}, err
 			}
-			kinds = append(kinds, openapi.Kind{Group: res.Group, Version: v, Kind: res.Kind, Plural: res.Plural, Namespaced: res.Namespaced, Status: res.Status})
+			custom = append(custom, doc)
 		}
 	}
-	sort.Slice(kinds, func(i, j int) bool { return kinds[i].Group+kinds[i].Plural < kinds[j].Group+kinds[j].Plural })
 	static := &spec.Swagger{}
-	raw, _ := json.Marshal(openapi.V2(kinds))
-	if err := json.Unmarshal(raw, static); err != nil {
+	if err := json.Unmarshal(builtinopenapi.V2Document(), static); err != nil {
 		return document{}, err
 	}
 	merged, err := builder.MergeSpecs(static, custom...)
 	if err != nil {
 		return document{}, err
 	}
-	data, err := json.Marshal(merged)
-	if err != nil {
-		return document{}, err
-	}
-	return newDocument(data), nil
+	return marshalDocument(merged)
 }

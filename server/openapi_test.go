@@ -1,12 +1,18 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kapi-dev/kapi/openapi"
+	builtinopenapi "github.com/kapi-dev/kapi/openapi/builtin"
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/server/registry"
 )
 
 // gvCRD is a CRD of group, kind Thing, whose spec has one field.
@@ -92,5 +98,52 @@ func TestOpenAPIV3RebuildsOnlyTheChangedGroupVersion(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the controller's sync of the change
 	if bLabelled := waitFor("b.example.com", "second"); bLabelled != bAfter {
 		t.Errorf("a label on the CRD built its document again: Last-Modified %s, before %s", bLabelled, bAfter)
+	}
+}
+
+// The generated documents of the built-in kinds (openapi/builtin/docs, by
+// `make generate`) hold every built-in resource kapi serves, in each of its
+// versions, and its subresources: a kind added without generating them
+// again fails here.
+func TestBuiltinOpenAPIDocumentsCoverTheBuiltinKinds(t *testing.T) {
+	reg := registry.New()
+	builtin.Register(reg)
+	var v2 struct {
+		Paths map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(builtinopenapi.V2Document(), &v2); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range reg.All() {
+		for _, v := range res.Versions {
+			gvPath := openapi.GroupVersionPath(res.Group, v)
+			data, ok := builtinopenapi.V3Document(gvPath)
+			var v3 struct {
+				Paths map[string]any `json:"paths"`
+			}
+			if !ok || json.Unmarshal(data, &v3) != nil {
+				t.Errorf("no v3 document for %s", gvPath)
+				continue
+			}
+			base := "/" + gvPath + "/"
+			if res.Namespaced {
+				base += "namespaces/{namespace}/"
+			}
+			want := []string{base + res.Plural, base + res.Plural + "/{name}"}
+			if res.StatusIn(v) {
+				want = append(want, base+res.Plural+"/{name}/status")
+			}
+			if res.Finalize {
+				want = append(want, base+res.Plural+"/{name}/finalize")
+			}
+			for _, p := range want {
+				if v3.Paths[p] == nil {
+					t.Errorf("the v3 document of %s lacks %s", gvPath, p)
+				}
+				if v2.Paths[p] == nil {
+					t.Errorf("the v2 document lacks %s", p)
+				}
+			}
+		}
 	}
 }
