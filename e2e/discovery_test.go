@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -420,6 +421,21 @@ func TestTable(t *testing.T) {
 		}
 		if len(tab.Rows) != 1 || tab.Rows[0].Cells[0] != "tables.example.com" {
 			t.Errorf("CRD rows %+v", tab.Rows)
+		}
+	})
+
+	t.Run("custom resources without printer columns", func(t *testing.T) {
+		// kube's default column, Age, described as creationTimestamp is.
+		eventually(t, 10*time.Second, "tables served", func() (bool, error) {
+			return k.do(t, "GET", "/apis/example.com/v1/tables", nil).Code == http.StatusOK, nil
+		})
+		var tab metav1.Table
+		decodeInto(t, k.do(t, "GET", "/apis/example.com/v1/tables", nil, asTable), &tab)
+		if got := strings.Join(columns(tab), ","); got != "Name,Age" {
+			t.Fatalf("custom resource columns %s", got)
+		}
+		if age := tab.ColumnDefinitions[1]; age.Type != "date" || age.Description != (metav1.ObjectMeta{}).SwaggerDoc()["creationTimestamp"] {
+			t.Errorf("Age column %+v, want type date and creationTimestamp's description", age)
 		}
 	})
 

@@ -154,7 +154,9 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		ver := &version{structural: structural, hasDefaults: hasDefaults(structural)}
 		columns := v.AdditionalPrinterColumns
 		if len(columns) == 0 {
-			columns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
+			// kube's default column, described as the field it shows.
+			columns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date",
+				Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"}}
 		}
 		tc, err := tableconvertor.New(columns)
 		if err != nil {
