@@ -1757,3 +1757,67 @@ func TestCustomResourceScaleFieldValidation(t *testing.T) {
 	r = k.do(t, "PUT", path+"/s/scale?fieldValidation=Strict", body)
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `unknown field "spec.bogus"`)
 }
+
+// Field selectors read a selectable field from the object as it is served
+// in the request's version: with a default the stored object lacks, the
+// object is selected by the defaulted value, as kube-apiserver's storage
+// filters what it decoded.
+func TestSelectableFieldsReadAsServed(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crd := crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sels.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: sels, singular: sel, kind: Sel}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields: [{jsonPath: .spec.color}]
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {color: {type: string}}}
+`)
+	createCRD(t, k, crd)
+	const path = "/apis/example.com/v1/namespaces/default/sels"
+	mustCode(t, "create s1", k.do(t, "POST", path, []byte(`{"apiVersion":"example.com/v1","kind":"Sel","metadata":{"name":"s1"},"spec":{}}`)), http.StatusCreated)
+	// The schema now defaults spec.color: s1 is served red.
+	stored, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	color := stored.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["color"]
+	color.Default = &apiextensionsv1.JSON{Raw: []byte(`"red"`)}
+	stored.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["color"] = color
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, stored, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "s1 served red", func() (bool, error) {
+		return nested(decodeObj(t, k.do(t, "GET", path+"/s1", nil)), "spec", "color") == "red", nil
+	})
+	var list unstructured.UnstructuredList
+	if err := json.Unmarshal(k.do(t, "GET", path+"?fieldSelector=spec.color%3Dred", nil).Body, &list); err != nil || len(list.Items) != 1 || list.Items[0].GetName() != "s1" {
+		t.Errorf("list with spec.color=red: %v %d items, want s1", err, len(list.Items))
+	}
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "sels"}
+	w, err := k.Dyn.Resource(gvr).Namespace("default").Watch(ctx, metav1.ListOptions{FieldSelector: "spec.color=red", ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		if obj, ok := ev.Object.(*unstructured.Unstructured); ev.Type != "ADDED" || !ok || obj.GetName() != "s1" {
+			t.Errorf("watch with spec.color=red: %s %v, want ADDED s1", ev.Type, ev.Object)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("watch with spec.color=red: no event for s1")
+	}
+}

@@ -162,6 +162,9 @@ type selection struct {
 	version string
 	labels  labels.Selector
 	fields  fields.Selector
+	// served: the selection reads a custom resource's selectable
+	// fields, which it reads from the object as served in version.
+	served bool
 }
 
 func newSelection(res *registry.Resource, version string, opts *metainternalversion.ListOptions) (*selection, error) {
@@ -175,6 +178,9 @@ func newSelection(res *registry.Resource, version string, opts *metainternalvers
 	// Every field a selector names must be one the kind supports.
 	probe := sel.fieldSet(&unstructured.Unstructured{Object: map[string]interface{}{}})
 	for _, req := range sel.fields.Requirements() {
+		if res.Custom && version != "" && req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+			sel.served = true
+		}
 		if _, ok := probe[req.Field]; !ok && res.OwnFieldLabelErrors {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
@@ -209,8 +215,18 @@ func (sel *selection) fieldSet(obj *unstructured.Unstructured) fields.Set {
 
 func (sel *selection) empty() bool { return sel.labels.Empty() && sel.fields.Empty() }
 
-func (sel *selection) matches(obj *unstructured.Unstructured) bool {
-	return sel.labels.Matches(labels.Set(obj.GetLabels())) && sel.fields.Matches(sel.fieldSet(obj))
+// matches tells whether obj, as stored, is in the selection. A custom
+// resource's selectable fields are read from the object as it is served in
+// the request's version (defaulted, converted), as kube-apiserver's
+// storage of that version filters it; a failed conversion fails the read.
+func (sel *selection) matches(obj *unstructured.Unstructured) (bool, error) {
+	if sel.served {
+		obj = obj.DeepCopy()
+		if err := sel.res.Strategy.Convert(obj, sel.version); err != nil {
+			return false, err
+		}
+	}
+	return sel.labels.Matches(labels.Set(obj.GetLabels())) && sel.fields.Matches(sel.fieldSet(obj)), nil
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
@@ -327,7 +343,7 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 			if err != nil {
 				return false, err
 			}
-			return sel.matches(u), nil
+			return sel.matches(u)
 		}
 	}
 	result, err := s.store.List(ctx, res.StorageResource(), so)

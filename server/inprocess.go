@@ -137,7 +137,10 @@ func (r *paramsResource) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 			return true
 		}
 		obj, err := decodeStored(&ev.Object)
-		if err != nil || !sel.matches(obj) || res.Strategy.Convert(obj, r.gvr.Version) != nil {
+		if err != nil {
+			return true
+		}
+		if in, err := sel.matches(obj); err != nil || !in || res.Strategy.Convert(obj, r.gvr.Version) != nil {
 			return true
 		}
 		typ := watch.Modified

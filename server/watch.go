@@ -493,10 +493,19 @@ func (ww *watchWriter) change(se *sharedEvent) bool {
 		return ww.sendError(apierrors.NewInternalError(err))
 	}
 	// An empty selection matches everything: no need to look.
-	all := ww.sel.empty()
-	matches := all || ww.sel.matches(obj)
+	matches, oldMatches := true, true
 	old := se.previous()
-	oldMatches := old != nil && (all || ww.sel.matches(old))
+	if !ww.sel.empty() {
+		if matches, err = ww.sel.matches(obj); err != nil {
+			return ww.sendError(err)
+		}
+		if old != nil {
+			if oldMatches, err = ww.sel.matches(old); err != nil {
+				return ww.sendError(err)
+			}
+		}
+	}
+	oldMatches = oldMatches && old != nil
 	switch ev.Op {
 	case storage.OpAdded:
 		if matches {

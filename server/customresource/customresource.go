@@ -218,9 +218,8 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		}
 		fieldLabels[v.Name] = kube.GetAttrs
 	}
-	// A version's selectable fields, read from the object (in the storage
-	// version: kapi filters before converting, so a field renamed between
-	// versions by a conversion webhook is read at the version's path).
+	// A version's selectable fields, read from the object as served in
+	// that version (the selection converts it first).
 	res.FieldLabels = func(v string, u *unstructured.Unstructured) fields.Set {
 		getAttrs, ok := fieldLabels[v]
 		if !ok {
