@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -234,6 +236,34 @@ func TestListPagination(t *testing.T) {
 	}
 	if len(seen) != n-3 || contains(seen, "page-15") {
 		t.Errorf("selected pages: %d items %v, want %d without page-15", len(seen), seen, n-3)
+	}
+
+	// One name selected: kube's store reads that one key, so no continue
+	// follows even with a limit.
+	one, err := c.List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: "metadata.name=page-00"})
+	if err != nil || len(one.Items) != 1 || one.Continue != "" || one.RemainingItemCount != nil {
+		t.Errorf("one name with limit 1: err=%v items=%d continue=%q remaining=%v, want one item and no continue", err, len(one.Items), one.Continue, one.RemainingItemCount)
+	}
+
+	// A token for "whatever is current" (rv -1: what a 410 for a
+	// compacted token offers): its page reads the current state, and the
+	// next token continues at that page's resourceVersion.
+	var tok map[string]any
+	if data, err := base64.RawURLEncoding.DecodeString(first.Continue); err != nil || json.Unmarshal(data, &tok) != nil {
+		t.Fatalf("first page's token %q: %v", first.Continue, err)
+	}
+	tok["rv"] = -1
+	data, _ := json.Marshal(tok)
+	latest, err := c.List(ctx, metav1.ListOptions{Limit: 5, Continue: base64.RawURLEncoding.EncodeToString(data)})
+	if err != nil || latest.Continue == "" {
+		t.Fatalf("page from an rv -1 token: %v, continue %q", err, latest.Continue)
+	}
+	var next map[string]any
+	if data, err := base64.RawURLEncoding.DecodeString(latest.Continue); err != nil || json.Unmarshal(data, &next) != nil {
+		t.Fatalf("next token %q: %v", latest.Continue, err)
+	}
+	if rv, _ := next["rv"].(float64); fmt.Sprint(int64(rv)) != latest.ResourceVersion {
+		t.Errorf("the token after an rv -1 page has rv %v, want the page's resourceVersion %s", next["rv"], latest.ResourceVersion)
 	}
 
 	// A garbage continue token.

@@ -367,13 +367,15 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 		return nil, metav1.ListMeta{}, apierrors.NewInternalError(err)
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.Rev, 10)}
-	if result.More && len(result.Items) > 0 {
+	// A selector of one name (in a namespace, for a namespaced kind) is
+	// a read of that one key to kube-apiserver's store: nothing follows.
+	_, oneName := sel.fields.RequiresExactMatch("metadata.name")
+	oneKey := oneName && (!res.Namespaced || namespace != "")
+	if result.More && len(result.Items) > 0 && !oneKey {
 		last := result.Items[len(result.Items)-1]
-		rev := result.Rev
-		if so.Rev == 0 && opts.Continue != "" {
-			rev = -1
-		}
-		lm.Continue = encodeContinue(continueToken{Rev: rev, Namespace: last.Namespace, Name: last.Name})
+		// The next page reads the revision this one did (after an
+		// expired token's inconsistent page too, as kube's store).
+		lm.Continue = encodeContinue(continueToken{Rev: result.Rev, Namespace: last.Namespace, Name: last.Name})
 		lm.RemainingItemCount = result.Remaining
 	}
 	return items, lm, nil
