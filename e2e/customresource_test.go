@@ -1538,9 +1538,10 @@ func TestCustomResourcePerVersionSubresources(t *testing.T) {
 	}
 }
 
-// HEAD on a custom resource is a get (or a list) without a body, and PUT
-// or PATCH of its collection a 400, as kube-apiserver's custom resource
-// handler answers them; the built-in kinds have no HEAD (405).
+// HEAD on a custom resource is a get (or a list) without a body, a POST to
+// an object's path a create, and PUT or PATCH of its collection a 400, as
+// kube-apiserver's custom resource handler answers them; the built-in
+// kinds have no HEAD and no POST to an object's path (405).
 func TestCustomResourceHead(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)
@@ -1557,6 +1558,14 @@ func TestCustomResourceHead(t *testing.T) {
 		r := k.do(t, m, path, []byte(`{}`), "Content-Type: application/merge-patch+json")
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "name must be provided")
 	}
+	// A POST to an object's path is a create of the object the body names
+	// (kube's handler takes any POST as a create); a built-in kind's 405.
+	r := k.do(t, "POST", path+"/elsewhere", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"posted"},"spec":{"color":"red"}}`))
+	if r.Code != http.StatusCreated || decodeObj(t, r).GetName() != "posted" {
+		t.Errorf("POST to an object's path: %d %.200s, want 201 creating posted", r.Code, r.Body)
+	}
+	mustCode(t, "GET posted", k.do(t, "GET", path+"/posted", nil), http.StatusOK)
+	mustCode(t, "POST to a namespace's path", k.do(t, "POST", "/api/v1/namespaces/default", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}`)), http.StatusMethodNotAllowed)
 }
 
 // A cluster-scoped custom resource offers metadata.name to field

@@ -357,7 +357,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		s.list(w, r, req)
 	case req.watchPath:
 		writeError(w, r, methodNotAllowed(r))
-	case r.Method == http.MethodPost && req.name == "":
+	case r.Method == http.MethodPost && (req.name == "" || req.res.Custom && req.subresource == ""):
+		// kube-apiserver's custom resource handler creates from a POST
+		// to an object's path too: the object named in the body (the
+		// path's name is the one admission sees).
 		s.create(w, r, req)
 	case r.Method == http.MethodPut && req.name != "":
 		s.update(w, r, req)
