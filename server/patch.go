@@ -192,6 +192,7 @@ func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch
 		if err != nil {
 			return nil, interpretStrategicMergePatchError(err)
 		}
+		req.patchQuote = fmt.Sprintf("%+v", patchMap)
 		return patched, nil
 	}
 	return nil, apierrors.NewBadRequest(fmt.Sprintf("unsupported patch type %q", patchType))

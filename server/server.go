@@ -243,6 +243,11 @@ type resourceRequest struct {
 	watchPath bool
 	// isPatch is true while a PATCH decodes its result.
 	isPatch bool
+	// patchQuote, when set, is what an error of a patch's result quotes
+	// as the invalid patch (a strategic merge patch's: the patch itself,
+	// as a Go map prints, as kube-apiserver quotes it); else the patched
+	// object is.
+	patchQuote string
 	// inCollection is set for the objects a deletecollection deletes:
 	// kube-apiserver names none of them to admission.
 	inCollection bool
