@@ -465,6 +465,16 @@ func TestTable(t *testing.T) {
 		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
 	})
 
+	t.Run("partial metadata of the other shape", func(t *testing.T) {
+		// kube takes either media type, then finds the shape wrong (406).
+		r := k.do(t, "GET", "/api/v1/namespaces/default", nil, "Accept: application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Namespace)")
+		r = k.do(t, "GET", collectionPath(gvrVWCs), nil, "Accept: application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "you requested PartialObjectMetadata, but the requested object is a list (*admissionregistration.ValidatingWebhookConfigurationList)")
+		r = k.do(t, "GET", "/apis/example.com/v1/tables", nil, "Accept: application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "you requested PartialObjectMetadata, but the requested object is a list (*unstructured.UnstructuredList)")
+	})
+
 	t.Run("PartialObjectMetadataList", func(t *testing.T) {
 		var l metav1.PartialObjectMetadataList
 		decodeInto(t, k.do(t, "GET", collectionPath(gvrVWCs), nil, "Accept: application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"), &l)

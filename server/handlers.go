@@ -230,7 +230,10 @@ func (sel *selection) matches(obj *unstructured.Unstructured) (bool, error) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	out, err := negotiate(r, "Table", "PartialObjectMetadataList")
+	out, err := negotiate(r, "Table", "PartialObjectMetadataList", "PartialObjectMetadata")
+	if err == nil && out.as == "PartialObjectMetadata" {
+		err = notPartialMetadataShape(req.res, true)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -355,7 +355,10 @@ const registryConflictMessage = "the object has been modified; please apply your
 // respondObject writes one object, converted to the request's version, in
 // the negotiated form.
 func (s *Server) respondObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, code int, obj *unstructured.Unstructured) {
-	out, err := negotiate(r, "Table", "PartialObjectMetadata")
+	out, err := negotiate(r, "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+	if err == nil && out.as == "PartialObjectMetadataList" {
+		err = notPartialMetadataShape(req.res, false)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
@@ -199,6 +201,32 @@ func addWarning(ctx context.Context, text string) {
 }
 
 // notAcceptable is the 406 clients fall back from.
+// notPartialMetadataShape is kube-apiserver's 406 for a
+// PartialObjectMetadataList asked of one object, or a PartialObjectMetadata
+// of a list: it accepts either media type anywhere, then finds the object
+// of the other shape (named by its Go type in kube-apiserver: the internal
+// kind's, unstructured for custom resources).
+func notPartialMetadataShape(res *registry.Resource, list bool) error {
+	goType := "*unstructured.Unstructured"
+	if !res.Custom {
+		pkg, _, _ := strings.Cut(res.Group, ".")
+		if pkg == "" {
+			pkg = "core"
+		}
+		goType = "*" + pkg + "." + res.Kind
+	}
+	message := fmt.Sprintf("you requested PartialObjectMetadataList, but the requested object is not a list (%s)", goType)
+	if list {
+		message = fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%sList)", goType)
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: message,
+	}}
+}
+
 func notAcceptable() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
