@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -380,5 +381,36 @@ func TestListResourceVersionMatch(t *testing.T) {
 	_, err = c.List(ctx, metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 	if !apierrors.IsInvalid(err) {
 		t.Errorf("Exact at resourceVersion 0: %v, want Invalid", err)
+	}
+}
+
+// A built-in kind's list items carry no apiVersion and kind, as
+// kube-apiserver encodes its typed lists (clients fill them in from the
+// list's); custom resources' items keep theirs.
+func TestListItemsTypeMeta(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	mustCode(t, "create a gadget", k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/default/gadgets", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"color":"red"}}`)), http.StatusCreated)
+	for path, typed := range map[string]bool{"/api/v1/namespaces": false, "/apis/dyn.example.com/v1/namespaces/default/gadgets": true} {
+		var list struct {
+			Kind  string           `json:"kind"`
+			Items []map[string]any `json:"items"`
+		}
+		if err := json.Unmarshal(k.do(t, "GET", path, nil).Body, &list); err != nil || len(list.Items) == 0 {
+			t.Fatalf("%s: %v, %d items", path, err, len(list.Items))
+		}
+		for _, item := range list.Items {
+			_, hasKind := item["kind"]
+			_, hasVersion := item["apiVersion"]
+			if hasKind != typed || hasVersion != typed {
+				t.Errorf("%s item: kind %v apiVersion %v, want both present: %v", path, item["kind"], item["apiVersion"], typed)
+			}
+		}
+	}
+	// client-go's dynamic client fills them in.
+	l, err := k.Dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctxT(t), metav1.ListOptions{})
+	if err != nil || len(l.Items) == 0 || l.Items[0].GetKind() != "Namespace" || l.Items[0].GetAPIVersion() != "v1" {
+		t.Errorf("dynamic list of namespaces: %v, first item %v", err, l.Items)
 	}
 }

@@ -267,12 +267,27 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		}
 		writeObject(w, r, out, http.StatusOK, list)
 	default:
+		bareListItems(req.res, items)
 		list, err := encodeList(schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(), req.res.ListKind, listMeta, items)
 		if err != nil {
 			writeError(w, r, apierrors.NewInternalError(err))
 			return
 		}
 		writeObject(w, r, out, http.StatusOK, list)
+	}
+}
+
+// bareListItems drops the apiVersion and kind of a built-in kind's list
+// items, as kube-apiserver encodes its typed lists (their items carry
+// none; clients fill them in from the list's). Custom resources' items
+// keep theirs.
+func bareListItems(res *registry.Resource, items []*unstructured.Unstructured) {
+	if res.Custom {
+		return
+	}
+	for _, obj := range items {
+		delete(obj.Object, "apiVersion")
+		delete(obj.Object, "kind")
 	}
 }
 
@@ -1197,6 +1212,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 			return
 		}
 	}
+	bareListItems(req.res, listed)
 	out := make([]interface{}, len(listed))
 	for i, obj := range listed {
 		out[i] = obj.Object
