@@ -170,12 +170,14 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	}
 	// kube-apiserver reports a patch whose result does not decode (or
 	// not strictly) as an invalid patch.
-	patchQuote := req.patchQuote
-	if patchQuote == "" {
-		patchQuote = string(body)
+	patchQuote := func() string {
+		if req.patchQuote != "" {
+			return req.patchQuote
+		}
+		return string(body)
 	}
 	if err != nil && req.isPatch {
-		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote, err.Error())})
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote(), err.Error())})
 	}
 	if err != nil {
 		return nil, undecodable(req, body, err)
@@ -212,7 +214,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 				msgs[i] = e.Error()
 			}
 			if req.isPatch {
-				return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote, "strict decoding error: "+strings.Join(msgs, ", "))})
+				return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote(), "strict decoding error: "+strings.Join(msgs, ", "))})
 			}
 			// As kube-apiserver words a body it cannot decode as its kind.
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", obj.GetKind(), req.version, req.res.Kind, strings.Join(msgs, ", ")))
