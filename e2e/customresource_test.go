@@ -1506,6 +1506,10 @@ func TestCustomResourcePerVersionSubresources(t *testing.T) {
 			t.Errorf("GET %s /%s: %d, want %d", tc.v, tc.sub, r.Code, tc.code)
 		}
 	}
+	// An unserved subresource is the object's NotFound; without the
+	// namespace a namespaced kind's path is none kube's handler serves.
+	expectStatus(t, k.do(t, "GET", path("v2")+"/p-v1/status", nil), http.StatusNotFound, metav1.StatusReasonNotFound, `parts.pv.example.com "p-v1" not found`)
+	expectPlainNotFound(t, k.do(t, "GET", "/apis/pv.example.com/v2/parts/p-v1/status", nil))
 	for v, want := range map[string][]string{"v1": {"parts", "parts/scale", "parts/status"}, "v2": {"parts"}, "v3": {"parts", "parts/status"}} {
 		var list metav1.APIResourceList
 		decodeInto(t, k.do(t, "GET", "/apis/pv.example.com/"+v, nil), &list)

@@ -298,9 +298,10 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 		req.subresource = parts[2]
 		known := (req.subresource == "status" && res.StatusIn(req.version)) || (req.subresource == "finalize" && res.Finalize) ||
 			(req.subresource == "scale" && res.ScaleIn(req.version) != nil)
-		if !known && res.Custom && !req.watchPath {
+		if !known && res.Custom && !req.watchPath && (!res.Namespaced || req.namespace != "") {
 			// As kube-apiserver's custom resource handler: a subresource
-			// the version does not serve is the object's NotFound.
+			// the version does not serve is the object's NotFound (a
+			// namespaced one's path without a namespace never reaches it).
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: res.Group, Resource: res.Plural}, req.name)
 		}
 		if !known || req.watchPath {
