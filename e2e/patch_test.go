@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/rest"
@@ -1306,5 +1308,38 @@ func TestYAMLBodyDuplicateKeys(t *testing.T) {
 	r = k.do(t, "POST", path, []byte(body), "Content-Type: application/yaml")
 	if r.Code != http.StatusCreated || !strings.Contains(r.Header.Get("Warning"), `line 7: key \"a\" already set in map`) {
 		t.Errorf("duplicate keys under Warn: %d, Warning %q, want 201 and the duplicate warned", r.Code, r.Header.Values("Warning"))
+	}
+}
+
+// An apply that changes nothing but the time of its manager's entry (the
+// status it sends to the main resource is reset) writes nothing, as
+// kube's store keeps the old times: the resourceVersion stays, watchers
+// see no event.
+func TestNoOpApplyWritesNothing(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	const path = "/apis/dyn.example.com/v1/namespaces/default/gadgets/noop"
+	apply := func(body string) *unstructured.Unstructured {
+		t.Helper()
+		r := k.do(t, "PATCH", path+"?fieldManager=a", []byte(body), "Content-Type: application/apply-patch+yaml")
+		if r.Code != http.StatusOK && r.Code != http.StatusCreated {
+			t.Fatalf("apply: %d %s", r.Code, r.Body)
+		}
+		return decodeObj(t, r)
+	}
+	const spec = `{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"noop"},"spec":{"color":"red"}`
+	first := apply(spec + `}`)
+	time.Sleep(1100 * time.Millisecond) // managedFields times have seconds
+	again := apply(spec + `,"status":{"replicas":3}}`)
+	if again.GetResourceVersion() != first.GetResourceVersion() {
+		t.Errorf("a no-op apply moved the resourceVersion %s → %s", first.GetResourceVersion(), again.GetResourceVersion())
+	}
+	if !reflect.DeepEqual(again.GetManagedFields(), first.GetManagedFields()) {
+		t.Errorf("a no-op apply changed managedFields:\n%v\n%v", first.GetManagedFields(), again.GetManagedFields())
+	}
+	_, evs := rawWatch(t, k, "/apis/dyn.example.com/v1/namespaces/default/gadgets?watch=true&timeoutSeconds=1&resourceVersion="+first.GetResourceVersion())
+	if len(evs) != 0 {
+		t.Errorf("watch after the no-op apply: %+v, want no event", evs)
 	}
 }

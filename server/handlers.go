@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"k8s.io/apiserver/pkg/warning"
@@ -849,6 +850,12 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if ws, ok := res.Strategy.(registry.WarningStrategy); ok {
 				addWarnings(ctx, ws.WarningsOnUpdate(ctx, obj, old))
 			}
+		}
+		// As kube's store: a write that changes nothing but the times of
+		// managedFields keeps the old ones, so that it writes nothing (a
+		// no-op apply would move the resourceVersion and wake watchers).
+		if same, err := fieldmanager.IgnoreManagedFieldsTimestampsTransformer(ctx, obj, old); err == nil {
+			obj = same.(*unstructured.Unstructured)
 		}
 		if err := s.validateAdmission(ctx, attr); err != nil {
 			return nil, err
