@@ -547,6 +547,9 @@ func TestWebhookMutatingPatch(t *testing.T) {
 			if strings.HasPrefix(obj.GetName(), "move-") {
 				ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/namespace", "value": "kube-public"})
 			}
+			if strings.HasPrefix(obj.GetName(), "badmf-") {
+				ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/managedFields", "value": []map[string]interface{}{{"manager": "hook", "operation": "Bogus", "apiVersion": "hooks.example.com/v1", "fieldsType": "FieldsV1", "fieldsV1": map[string]interface{}{}}}})
+			}
 			if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec"); !found {
 				ops = append(ops, map[string]interface{}{"op": "add", "path": "/spec", "value": map[string]interface{}{"color": "blue"}})
 			} else if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "color"); !found {
@@ -635,6 +638,17 @@ func TestWebhookMutatingPatch(t *testing.T) {
 	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Gear.hooks.example.com "bad-1" is invalid: `, "spec.size")
 	if calls := hs.callsTo("/seen", "bad-1"); len(calls) != 0 {
 		t.Errorf("the validating webhook saw bad-1 %d times, want 0", len(calls))
+	}
+
+	// managedFields a webhook leaves invalid are put back as they were,
+	// with kube-apiserver's warning; the write goes on.
+	r = k.do(t, "POST", gears, gearJSON("", "badmf-1", nil, map[string]interface{}{"size": 1}))
+	mustCode(t, "create badmf-1", r, http.StatusCreated)
+	if got := strings.Join(warnings(t, r.Header), "\n"); !strings.Contains(got, ".metadata.managedFields was in an invalid state after admission; this could be caused by an outdated mutating admission controller; please fix your requests: ") {
+		t.Errorf("create badmf-1: warnings %q, want kube's about invalid managedFields", got)
+	}
+	if mf := decodeObj(t, k.do(t, "GET", gears+"/badmf-1", nil)).GetManagedFields(); len(mf) != 1 || mf[0].Operation != metav1.ManagedFieldsOperationUpdate {
+		t.Errorf("badmf-1's managedFields %+v, want the client's Update entry", mf)
 	}
 
 	// A webhook may not move the object to another namespace (400, as

@@ -18,6 +18,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	"k8s.io/apiserver/pkg/warning"
 
 	kapiadmission "github.com/kapi-dev/kapi/admission"
@@ -356,7 +357,20 @@ func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
 // mutate runs the mutating admission webhooks on a write; they change obj
 // in place.
 func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
-	return s.webhooks.Admit(ctx, attr, objectInterfaces{s})
+	// Wrapped as kube-apiserver wraps its mutating admission: managedFields
+	// a webhook leaves invalid are put back as they were, with a warning.
+	checked := fieldmanager.NewManagedFieldsValidatingAdmissionController(mutatingWebhooks{s.webhooks})
+	return checked.(admission.MutationInterface).Admit(ctx, attr, objectInterfaces{s})
+}
+
+// mutatingWebhooks is the mutating half of the webhooks as an admission
+// plugin.
+type mutatingWebhooks struct{ w *kapiadmission.Webhooks }
+
+func (m mutatingWebhooks) Handles(admission.Operation) bool { return true }
+
+func (m mutatingWebhooks) Admit(ctx context.Context, attr admission.Attributes, o admission.ObjectInterfaces) error {
+	return m.w.Admit(ctx, attr, o)
 }
 
 // validateAdmission runs, in kube-apiserver's order, the validating
