@@ -1343,3 +1343,33 @@ func TestNoOpApplyWritesNothing(t *testing.T) {
 		t.Errorf("watch after the no-op apply: %+v, want no event", evs)
 	}
 }
+
+// A namespace's /status writes metadata too (kube's namespace status
+// strategy resets only spec), so an apply through it owns the labels it
+// sets.
+func TestNamespaceStatusApplyOwnsMetadata(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createNamespace(t, k, "ns-status-apply", nil)
+	r := k.do(t, "PATCH", "/api/v1/namespaces/ns-status-apply/status?fieldManager=s1", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns-status-apply","labels":{"l2":"v2"}}}`), "Content-Type: application/apply-patch+yaml")
+	mustCode(t, "apply to /status", r, http.StatusOK)
+	obj := decodeObj(t, r)
+	if obj.GetLabels()["l2"] != "v2" {
+		t.Fatalf("labels %v, want l2=v2", obj.GetLabels())
+	}
+	var owned bool
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == "s1" && e.Subresource == "status" && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:l2"`) {
+			owned = true
+		}
+	}
+	if !owned {
+		t.Errorf("managedFields %+v, want s1 (status) owning metadata.labels.l2", obj.GetManagedFields())
+	}
+	// Applied again without it, the label goes.
+	r = k.do(t, "PATCH", "/api/v1/namespaces/ns-status-apply/status?fieldManager=s1", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns-status-apply"}}`), "Content-Type: application/apply-patch+yaml")
+	mustCode(t, "apply to /status again", r, http.StatusOK)
+	if l := decodeObj(t, r).GetLabels(); l["l2"] != "" {
+		t.Errorf("labels after the apply without l2: %v, want it removed", l)
+	}
+}

@@ -83,12 +83,14 @@ func (f *fieldManagers) get(res *registry.Resource, version, subresource string)
 // does not change (the strategy puts them back), so that no manager comes
 // to own them by it: the kind's own (custom resources: the version's
 // subresources), else status through the main resource and spec and
-// metadata through /status.
+// metadata (or spec alone: StatusKeepsMetadata) through /status.
 func resetFieldsOf(res *registry.Resource, version, subresource string) *fieldpath.Set {
 	if rs, ok := res.Strategy.(registry.ResetFieldsStrategy); ok {
 		return rs.ResetFields(version, subresource)
 	}
 	switch {
+	case subresource == "status" && res.StatusKeepsMetadata:
+		return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
 	case subresource == "status":
 		return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
 	case res.Status:

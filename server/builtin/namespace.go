@@ -108,6 +108,7 @@ func namespaceResource() *registry.Resource {
 		// kube-apiserver serves namespaces/finalize, and no
 		// deletecollection for namespaces.
 		Finalize:            true,
+		StatusKeepsMetadata: true,
 		NoDeleteCollection:  true,
 		OwnFieldLabelErrors: true,
 		CheckDelete:         checkNamespaceDelete,

@@ -170,6 +170,10 @@ type Resource struct {
 	NoDeleteCollection bool
 	// Finalize is true for the namespace's /finalize subresource.
 	Finalize bool
+	// StatusKeepsMetadata is true when a /status write may change
+	// metadata as well as status, so that its manager owns what it sets
+	// there (kube's namespace status strategy resets only spec).
+	StatusKeepsMetadata bool
 	// ReturnDeletedObject makes DELETE answer with the object, not a Status.
 	ReturnDeletedObject bool
 	Strategy            Strategy
