@@ -462,3 +462,51 @@ func TestWatchBookmarkForms(t *testing.T) {
 		t.Errorf("watch from resourceVersion 0 with bookmarks: %s, want the initial events' closing bookmark", r.Body)
 	}
 }
+
+// A bookmark says every change up to its resourceVersion was sent: none
+// that a writer committed before it comes after it (a client resuming from
+// the bookmark would never see it), even while writes pour in.
+func TestBookmarksNeverPassEvents(t *testing.T) {
+	t.Parallel()
+	k := startKapi(t, "--in-memory", "--watch-bookmark-interval", "20ms")
+	list, err := k.Client.ResourceV1beta2().DeviceClasses().List(ctxT(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k.do(t, "POST", "/apis/resource.k8s.io/v1beta2/deviceclasses", deviceClassJSON(fmt.Sprintf("w%d-%d.example.com", w, i), nil))
+			}
+		}()
+	}
+	_, evs := rawWatch(t, k, "/apis/resource.k8s.io/v1beta2/deviceclasses?watch=true&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion="+list.ResourceVersion)
+	close(stop)
+	wg.Wait()
+	var bookmarks, events int
+	var bookmarked int64
+	for _, ev := range evs {
+		rv := rvInt(t, ev.Object.Metadata.ResourceVersion)
+		if ev.Type == "BOOKMARK" {
+			bookmarks++
+			bookmarked = max(bookmarked, rv)
+			continue
+		}
+		events++
+		if rv <= bookmarked {
+			t.Errorf("%s %s at %d after a bookmark at %d", ev.Type, ev.Object.Metadata.Name, rv, bookmarked)
+		}
+	}
+	if bookmarks < 5 || events < 50 {
+		t.Errorf("%d bookmarks and %d events: the test did not interleave them", bookmarks, events)
+	}
+}

@@ -187,6 +187,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return time.After(at.Sub(now))
 	}
 	bookmarks := nextBookmark()
+	send := func(ev *sharedEvent) bool {
+		if ev.ev.Object.Rev <= last {
+			return true
+		}
+		last = ev.ev.Object.Rev
+		return ww.change(ev)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -200,16 +207,33 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 			// last resourceVersion it saw.
 			return
 		case <-bookmarks:
-			if !ww.bookmark(s.store.CurrentRev(), false) {
+			// A bookmark says every change up to its revision was sent
+			// (a client resumes from it): the revision is read first,
+			// when every event up to it is queued (the store publishes
+			// a commit before its revision shows), then what is queued
+			// is sent, then the bookmark.
+			rev := s.store.CurrentRev()
+			for queued := true; queued; {
+				select {
+				case ev := <-events:
+					if !send(ev) {
+						return
+					}
+				default:
+					queued = false
+				}
+			}
+			select {
+			case <-overflow:
+				return // events were dropped: no bookmark may pass them
+			default:
+			}
+			if !ww.bookmark(max(rev, last), false) {
 				return
 			}
 			bookmarks = nextBookmark()
 		case ev := <-events:
-			if ev.ev.Object.Rev <= last {
-				continue
-			}
-			last = ev.ev.Object.Rev
-			if !ww.change(ev) {
+			if !send(ev) {
 				return
 			}
 		}
