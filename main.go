@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -241,11 +242,17 @@ contexts:
     user: kapi-admin
 current-context: kapi
 `
+	data := []byte(fmt.Sprintf(tmpl, url))
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		// Already there (a restart on the same address): nothing to
+		// write, so a full disk does not keep kapi from starting.
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(fmt.Sprintf(tmpl, url)), 0o600); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
