@@ -1373,3 +1373,25 @@ func TestNamespaceStatusApplyOwnsMetadata(t *testing.T) {
 		t.Errorf("labels after the apply without l2: %v, want it removed", l)
 	}
 }
+
+// The first apply to an object without managedFields credits what was
+// there to "before-first-apply", compared with a new object of the kind
+// as kube-apiserver compares it: a built-in kind's empty spec is nobody's.
+func TestBeforeFirstApplyOfBuiltinKind(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	path := deviceClassPath("bfa.example.com")
+	mustCode(t, "create", k.do(t, "POST", collectionPath(gvrDevClasses), []byte(`{"apiVersion":"resource.k8s.io/v1beta2","kind":"DeviceClass","metadata":{"name":"bfa.example.com"},"spec":{"selectors":[{"cel":{"expression":"true"}}]}}`)), http.StatusCreated)
+	mustCode(t, "reset managedFields", k.do(t, "PATCH", path, []byte(`{"metadata":{"managedFields":[{}]}}`), "Content-Type: application/merge-patch+json"), http.StatusOK)
+	r := k.do(t, "PATCH", path+"?fieldManager=m", []byte(`{"apiVersion":"resource.k8s.io/v1beta2","kind":"DeviceClass","metadata":{"name":"bfa.example.com","labels":{"a":"b"}}}`), "Content-Type: application/apply-patch+yaml")
+	mustCode(t, "apply", r, http.StatusOK)
+	var before string
+	for _, e := range decodeObj(t, r).GetManagedFields() {
+		if e.Manager == "before-first-apply" && e.FieldsV1 != nil {
+			before = string(e.FieldsV1.Raw)
+		}
+	}
+	if !strings.Contains(before, `"f:spec":{"f:selectors":{}}`) {
+		t.Errorf("before-first-apply fields %s, want spec.selectors without spec itself", before)
+	}
+}

@@ -144,10 +144,22 @@ func (versionConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, va
 
 func (versionConvertor) Default(runtime.Object) {}
 
-func (versionConvertor) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+func (c versionConvertor) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	return newOfKind(c.res, gvk), nil
+}
+
+// newOfKind is a new object of gvk, as kube's handlers make one to compare
+// a first write with: a built-in kind's zero value (its empty spec and
+// status are then nobody's), a custom resource's bare.
+func newOfKind(res *registry.Resource, gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
+	if res.GoType != nil && gvk.GroupKind() == res.GroupKind() {
+		if zero, err := runtime.DefaultUnstructuredConverter.ToUnstructured(res.GoType(gvk.Version)); err == nil {
+			u.Object = zero
+		}
+	}
 	u.SetGroupVersionKind(gvk)
-	return u, nil
+	return u
 }
 
 // managerName is the field manager of a write: the fieldManager parameter,
@@ -179,15 +191,8 @@ func (s *Server) trackUpdate(req *resourceRequest, live, obj *unstructured.Unstr
 	}
 	if live == nil {
 		// A create compares with a new object of the kind, as kube's
-		// handler does: a built-in kind's zero value (its empty spec and
-		// status are then not the creator's).
-		live = &unstructured.Unstructured{}
-		if req.res.GoType != nil {
-			if zero, err := runtime.DefaultUnstructuredConverter.ToUnstructured(req.res.GoType(req.version)); err == nil {
-				live.Object = zero
-			}
-		}
-		live.SetGroupVersionKind(obj.GroupVersionKind())
+		// handler does.
+		live = newOfKind(req.res, obj.GroupVersionKind())
 	}
 	out, ok := fm.UpdateNoErrors(live, obj, manager).(*unstructured.Unstructured)
 	if !ok {
