@@ -64,6 +64,18 @@ type Webhooks struct {
 	// Observe waits on it.
 	takenMu sync.Mutex
 	taken   chan struct{}
+	// liveNamespace reads a namespace from the store, for a lookup the
+	// cache misses (set before Start).
+	liveNamespace func(ctx context.Context, name string) (*corev1.Namespace, error)
+}
+
+// ReadNamespacesFrom gives the plugins' client a way to the store: kube's
+// namespaceSelector matching, when its cache does not have a namespace
+// yet ("in case of latency in our caches"), gets it from storage through
+// its client, and kapi's client is the caches' own. get answers a
+// NotFound Status for a namespace that does not exist. Call before Start.
+func (w *Webhooks) ReadNamespacesFrom(get func(ctx context.Context, name string) (*corev1.Namespace, error)) {
+	w.liveNamespace = get
 }
 
 type webhookPlugins struct {
@@ -96,6 +108,14 @@ func NewWebhooks(resolver webhookutil.ServiceResolver) *Webhooks {
 		w.watching[action.GetResource()] = true
 		w.watchingMu.Unlock()
 		return true, watcher, nil
+	})
+	w.cache.PrependReactor("get", "namespaces", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		name := action.(clienttesting.GetAction).GetName()
+		if ns, err := w.cache.Tracker().Get(action.GetResource(), "", name); err == nil || w.liveNamespace == nil {
+			return true, ns, err
+		}
+		ns, err := w.liveNamespace(context.Background(), name)
+		return true, ns, err
 	})
 	w.factory = informers.NewSharedInformerFactory(w.cache, 0)
 	w.plugins = sync.OnceValues(w.buildPlugins)

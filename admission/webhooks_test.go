@@ -13,6 +13,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -146,5 +147,35 @@ func TestPluginsAfterTheCachesStopped(t *testing.T) {
 	}
 	if _, err := w.plugins(); err == nil {
 		t.Error("building the plugins over stopped caches succeeded, want an error")
+	}
+}
+
+// A namespace the caches do not have yet is read from the store through
+// the plugins' client, as kube's namespaceSelector matching reads storage
+// when its cache lags; one the store lacks too is a NotFound.
+func TestNamespaceLookupFallsBackToTheStore(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := NewWebhooks(nil)
+	w.ReadNamespacesFrom(func(_ context.Context, name string) (*corev1.Namespace, error) {
+		if name != "fresh" {
+			return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
+		}
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tier": "gold"}}}, nil
+	})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Observe(defaultNamespace, false); err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := w.cache.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil || ns.Name != "default" {
+		t.Errorf("a cached namespace: %v %v", ns, err)
+	}
+	if ns, err := w.cache.CoreV1().Namespaces().Get(ctx, "fresh", metav1.GetOptions{}); err != nil || ns.Labels["tier"] != "gold" {
+		t.Errorf("a namespace only the store has: %v %v, want it with its labels", ns, err)
+	}
+	if _, err := w.cache.CoreV1().Namespaces().Get(ctx, "gone", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a namespace nowhere: %v, want NotFound", err)
 	}
 }

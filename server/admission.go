@@ -363,6 +363,24 @@ func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
 	return checked.(admission.MutationInterface).Admit(ctx, attr, objectInterfaces{s})
 }
 
+// storedNamespace reads a namespace from the store, for admission's
+// lookups that its caches miss (kube's read storage then).
+func (s *Server) storedNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	res, ok := s.reg.Get("", "v1", "namespaces")
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, name)
+	}
+	u, _, err := s.getObject(ctx, res, "", name)
+	if err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return ns, nil
+}
+
 // mutatingWebhooks is the mutating half of the webhooks as an admission
 // plugin.
 type mutatingWebhooks struct{ w *kapiadmission.Webhooks }

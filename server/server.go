@@ -127,6 +127,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 		return nil, err
 	}
 	s.webhooks = admission.NewWebhooks(opts.ServiceResolver)
+	s.webhooks.ReadNamespacesFrom(s.storedNamespace)
 	s.policyStatus = newPolicyStatusController(s)
 	return s, nil
 }
