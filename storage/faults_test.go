@@ -242,3 +242,40 @@ func TestFailingCheckpointIsLogged(t *testing.T) {
 		t.Errorf("the failure was logged %d times, want once while it lasts; log: %q", n, logged.String())
 	}
 }
+
+// A full store still takes deletes, as etcd at its quota does (clients
+// make room by deleting): writes are held below the quota, deletes may use
+// what is left; creates stay refused.
+func TestFullStoreTakesDeletes(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "kapi.db"), QuotaBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var created []*Object
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("obj-%d", i)
+		o, err := s.Create(ctx, Key{Resource: "g/things", Name: name}, bigEnc(name, i))
+		if errors.Is(err, ErrNoSpace) {
+			break
+		}
+		if err != nil || i > 1000 {
+			t.Fatalf("filling the store: %v after %d", err, i)
+		}
+		created = append(created, o)
+	}
+	if len(created) < 2 {
+		t.Fatalf("only %d objects fit", len(created))
+	}
+	victim := created[0]
+	if _, err := s.Delete(ctx, victim.Key, victim.Rev, func(int64) ([]byte, error) { return victim.Data, nil }); err != nil {
+		t.Fatalf("a delete on a full store: %v", err)
+	}
+	if _, err := s.Get(ctx, victim.Key); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the deleted object: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Create(ctx, Key{Resource: "g/things", Name: "more"}, bigEnc("more", 0)); !errors.Is(err, ErrNoSpace) {
+		t.Errorf("a create after the delete: %v, want ErrNoSpace (the reserve is for deletes)", err)
+	}
+}

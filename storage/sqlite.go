@@ -52,6 +52,13 @@ type sqliteDB struct {
 	// readOnly is set when the database file could not be opened for
 	// writing: writes fail with ErrReadOnly.
 	readOnly bool
+
+	// quotaPages caps the database (Options.QuotaBytes) in pages; 0: no
+	// cap. Writes are held reservePages below it: what is left is for
+	// deletes, which a full store would otherwise refuse too (each writes
+	// its changelog row), as etcd lets deletes through at its quota so
+	// that clients can make room.
+	quotaPages, reservePages int64
 }
 
 // writeStmts are the write path's statements, prepared on the writer's
@@ -252,6 +259,7 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	} else {
 		f.Close()
 	}
+	var quotaPages, reservePages int64
 	if opts.QuotaBytes > 0 {
 		var pageSize int64
 		if err := w.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
@@ -259,7 +267,9 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 			return nil, err
 		}
 		// SQLite answers SQLITE_FULL past max_page_count, as on a full disk.
-		if _, err := w.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, max(opts.QuotaBytes/pageSize, 1))); err != nil {
+		quotaPages = max(opts.QuotaBytes/pageSize, 1)
+		reservePages = min(max(quotaPages/64, 4), quotaPages/2)
+		if _, err := w.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, quotaPages-reservePages)); err != nil {
 			w.Close()
 			return nil, err
 		}
@@ -274,7 +284,7 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	d := &sqliteDB{writer: w, reader: r, readOnly: readOnly}
+	d := &sqliteDB{writer: w, reader: r, readOnly: readOnly, quotaPages: quotaPages, reservePages: reservePages}
 	if !readOnly {
 		cq := url.Values{}
 		cq.Add("_pragma", "busy_timeout(10000)")
@@ -566,18 +576,30 @@ func (d *sqliteDB) commitTogether(writes []*write, rev int64) (int64, bool) {
 // commit runs one write in its own transaction.
 func (d *sqliteDB) commit(key Key, op Op, expectedRev, rev int64, enc Encoder) (prevState, error) {
 	var prev prevState
-	err := d.inWriteTx(func(st *writeStmts) error {
-		p, refused, err := apply(st, key, op, expectedRev, rev, enc)
-		if err != nil {
-			return err
+	write := func() error {
+		return fault(d.inWriteTx(func(st *writeStmts) error {
+			p, refused, err := apply(st, key, op, expectedRev, rev, enc)
+			if err != nil {
+				return err
+			}
+			if refused != nil {
+				return refused // nothing was written
+			}
+			prev = p
+			return nil
+		}))
+	}
+	err := write()
+	if errors.Is(err, ErrNoSpace) && op == OpDeleted && d.quotaPages > 0 {
+		// A delete may use the reserve; other writes stay held below it
+		// (SQLite keeps the cap at the file's size when that is more).
+		ctx := context.Background()
+		if _, perr := d.writer.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, d.quotaPages)); perr == nil {
+			err = write()
+			_, _ = d.writer.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, d.quotaPages-d.reservePages))
 		}
-		if refused != nil {
-			return refused // nothing was written
-		}
-		prev = p
-		return nil
-	})
-	return prev, fault(err)
+	}
+	return prev, err
 }
 
 // apply makes one write inside a transaction: check the key's current
