@@ -18,7 +18,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	"k8s.io/apiserver/pkg/warning"
 
 	kapiadmission "github.com/kapi-dev/kapi/admission"
@@ -359,8 +358,7 @@ func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
 func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
 	// Wrapped as kube-apiserver wraps its mutating admission: managedFields
 	// a webhook leaves invalid are put back as they were, with a warning.
-	checked := fieldmanager.NewManagedFieldsValidatingAdmissionController(mutatingWebhooks{s.webhooks})
-	return checked.(admission.MutationInterface).Admit(ctx, attr, objectInterfaces{s})
+	return s.mutating.Admit(ctx, attr, objectInterfaces{s})
 }
 
 // storedNamespace reads a namespace from the store, for admission's

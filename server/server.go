@@ -22,7 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/kapi-dev/kapi/admission"
@@ -51,6 +53,9 @@ type Server struct {
 	crds         *crdController
 	policyStatus *policyStatusController
 	webhooks     *admission.Webhooks
+	// mutating is the webhooks' mutating half, wrapped as kube-apiserver
+	// wraps its mutating admission (see mutate).
+	mutating k8sadmission.MutationInterface
 	// policies is set by Start, which then closes policiesSet: a
 	// controller's write while Start runs waits for it.
 	policies      *admission.Policies
@@ -128,6 +133,7 @@ func New(store *storage.Store, reg *registry.Registry, log *slog.Logger, opts Op
 	}
 	s.webhooks = admission.NewWebhooks(opts.ServiceResolver)
 	s.webhooks.ReadNamespacesFrom(s.storedNamespace)
+	s.mutating = fieldmanager.NewManagedFieldsValidatingAdmissionController(mutatingWebhooks{s.webhooks}).(k8sadmission.MutationInterface)
 	s.policyStatus = newPolicyStatusController(s)
 	return s, nil
 }
