@@ -375,6 +375,28 @@ func TestConversionWebhook(t *testing.T) {
 	if st := r.Status(t); r.Code != http.StatusInternalServerError || !strings.HasPrefix(st.Message, "conversion webhook for conv.example.com/v2, Kind=GizmoList failed: ") {
 		t.Errorf("LIST gizmos through v2: %d message %q, want 500 and the converter's message", r.Code, st.Message)
 	}
+	// A selectable field is read from the object as served: its failed
+	// conversion fails the list the same way.
+	gizmoCRD, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctxT(t), "gizmos.conv.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range gizmoCRD.Spec.Versions {
+		if gizmoCRD.Spec.Versions[i].Name == "v2" {
+			gizmoCRD.Spec.Versions[i].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.replicas"}}
+		}
+	}
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctxT(t), gizmoCRD, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "spec.replicas selectable in v2", func() (bool, error) {
+		r := k.do(t, "GET", fmt.Sprintf(gizmos, "v2")+"?fieldSelector=spec.replicas%3D1", nil)
+		return r.Code != http.StatusBadRequest, nil
+	})
+	r = k.do(t, "GET", fmt.Sprintf(gizmos, "v2")+"?fieldSelector=spec.replicas%3D1", nil)
+	if st := r.Status(t); r.Code != http.StatusInternalServerError || st.Reason != metav1.StatusReasonUnknown || !strings.HasPrefix(st.Message, convFailed) {
+		t.Errorf("LIST gizmos through v2 by spec.replicas: %d reason %q message %q, want 500, reason \"\" and a message starting %q", r.Code, st.Reason, st.Message, convFailed)
+	}
 	r = k.do(t, "POST", fmt.Sprintf(gizmos, "v2"), []byte(`{"apiVersion":"conv.example.com/v2","kind":"Gizmo","metadata":{"name":"g2"},"spec":{"replicas":1}}`))
 	if st := r.Status(t); r.Code < 400 || st.Code != int32(r.Code) || !strings.Contains(st.Message, "conversion webhook for conv.example.com/v2, Kind=Gizmo failed") {
 		t.Errorf("create a gizmo through v2: %d %s, want a failure Status naming the conversion webhook", r.Code, r.Body)

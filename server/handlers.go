@@ -356,16 +356,24 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 			}
 		}
 	}
+	// A selection's failed conversion (a conversion webhook's) is the
+	// list's answer as it is, as a read through the version fails.
+	var selErr error
 	if !sel.empty() {
 		so.Predicate = func(o *storage.Object) (bool, error) {
 			u, err := decodeStored(o)
 			if err != nil {
 				return false, err
 			}
-			return sel.matches(u)
+			in, err := sel.matches(u)
+			selErr = err
+			return in, err
 		}
 	}
 	result, err := s.store.List(ctx, res.StorageResource(), so)
+	if err != nil && selErr != nil {
+		return nil, metav1.ListMeta{}, selErr
+	}
 	if err != nil {
 		if errors.Is(err, storage.ErrCompacted) && opts.Continue != "" {
 			// The snapshot is gone: offer a token that continues at the
