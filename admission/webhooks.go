@@ -15,15 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -40,8 +37,8 @@ import (
 // environments take milliseconds of CPU and megabytes of memory that a
 // kapi without webhooks never needs.
 type Webhooks struct {
-	cache    *fake.Clientset
-	factory  informers.SharedInformerFactory
+	cache    *cacheClient
+	factory  cacheFactory
 	resolver webhookutil.ServiceResolver
 	plugins  func() (*webhookPlugins, error)
 	// started is set once Start has synced the caches; what Start set
@@ -64,9 +61,6 @@ type Webhooks struct {
 	// Observe waits on it.
 	takenMu sync.Mutex
 	taken   chan struct{}
-	// liveNamespace reads a namespace from the store, for a lookup the
-	// cache misses (set before Start).
-	liveNamespace func(ctx context.Context, name string) (*corev1.Namespace, error)
 }
 
 // ReadNamespacesFrom gives the plugins' client a way to the store: kube's
@@ -75,7 +69,7 @@ type Webhooks struct {
 // its client, and kapi's client is the caches' own. get answers a
 // NotFound Status for a namespace that does not exist. Call before Start.
 func (w *Webhooks) ReadNamespacesFrom(get func(ctx context.Context, name string) (*corev1.Namespace, error)) {
-	w.liveNamespace = get
+	w.cache.getNamespace = get
 }
 
 type webhookPlugins struct {
@@ -94,30 +88,17 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 // NewWebhooks returns the webhooks over empty caches. resolver resolves
 // clientConfig.service references.
 func NewWebhooks(resolver webhookutil.ServiceResolver) *Webhooks {
-	w := &Webhooks{cache: fake.NewSimpleClientset(), resolver: resolver, watching: map[schema.GroupVersionResource]bool{}, taken: make(chan struct{})}
+	w := &Webhooks{cache: newCacheClient(), resolver: resolver, watching: map[schema.GroupVersionResource]bool{}, taken: make(chan struct{})}
 	// A cache lists the tracker, then watches it; the tracker's watch
 	// replays nothing, so a change between the two would never reach the
-	// cache. This watch (the fake clientset's own, which it precedes) also
-	// records that the cache watches: Start waits for every cache's.
-	w.cache.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		watcher, err := w.cache.Tracker().Watch(action.GetResource(), action.GetNamespace())
-		if err != nil {
-			return false, nil, err
-		}
+	// cache. The client records that the cache watches: Start waits for
+	// every cache's watch.
+	w.cache.watching = func(gvr schema.GroupVersionResource) {
 		w.watchingMu.Lock()
-		w.watching[action.GetResource()] = true
+		w.watching[gvr] = true
 		w.watchingMu.Unlock()
-		return true, watcher, nil
-	})
-	w.cache.PrependReactor("get", "namespaces", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		name := action.(clienttesting.GetAction).GetName()
-		if ns, err := w.cache.Tracker().Get(action.GetResource(), "", name); err == nil || w.liveNamespace == nil {
-			return true, ns, err
-		}
-		ns, err := w.liveNamespace(context.Background(), name)
-		return true, ns, err
-	})
-	w.factory = informers.NewSharedInformerFactory(w.cache, 0)
+	}
+	w.factory = cacheFactory{informers.NewSharedInformerFactory(w.cache, 0)}
 	w.plugins = sync.OnceValues(w.buildPlugins)
 	return w
 }
@@ -263,7 +244,7 @@ func (w *Webhooks) ActiveNamespace(name string) bool {
 // webhook configuration builds the plugins, and a stopped cache refuses
 // their handlers.
 func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
-	t := w.cache.Tracker()
+	t := w.cache.tracker
 	gvr := namespacesResource
 	var ns, name string
 	switch o := obj.(type) {

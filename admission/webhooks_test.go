@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -113,11 +114,7 @@ func TestStartWaitsForTheCachesWatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := NewWebhooks(nil)
-	// Runs before the watch is made: every cache's watch starts late.
-	w.cache.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
-		time.Sleep(100 * time.Millisecond)
-		return false, nil, nil
-	})
+	w.cache.tracker = lateWatches{w.cache.tracker}
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +124,14 @@ func TestStartWaitsForTheCachesWatches(t *testing.T) {
 	if !w.ActiveNamespace("default") {
 		t.Error("the namespace fed right after Start is not in the cache")
 	}
+}
+
+// lateWatches starts every watch 100 ms late.
+type lateWatches struct{ clienttesting.ObjectTracker }
+
+func (t lateWatches) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+	time.Sleep(100 * time.Millisecond)
+	return t.ObjectTracker.Watch(gvr, ns, opts...)
 }
 
 // A write still in flight when kapi stops, the first to need the webhook

@@ -1021,4 +1021,39 @@ func TestPolicyScopeAsKube(t *testing.T) {
 		_, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctx, newDeviceClass("p.example.com"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "failed to find resource referenced by paramKind"), err
 	})
+	if err := adm.ValidatingAdmissionPolicyBindings().Delete(ctx, "badver", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A paramKind served at a version the admission plugins' caches do not
+	// hold (v1beta1 policies): the params are found, read from the store.
+	holder := &admissionregistrationv1beta1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "param-holder"},
+		Spec: admissionregistrationv1beta1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1beta1.MatchResources{ResourceRules: []admissionregistrationv1beta1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1beta1.RuleWithOperations{
+				Operations: []admissionregistrationv1beta1.OperationType{admissionregistrationv1beta1.Create},
+				Rule:       admissionregistrationv1beta1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}},
+			}}}},
+			Validations: []admissionregistrationv1beta1.Validation{{Expression: "true"}},
+		},
+	}
+	if _, err := k.Client.AdmissionregistrationV1beta1().ValidatingAdmissionPolicies().Create(ctx, holder, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	beta := newVAP("beta-params")
+	beta.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "admissionregistration.k8s.io/v1beta1", Kind: "ValidatingAdmissionPolicy"}
+	beta.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"resource.k8s.io"}, APIVersions: []string{"v1beta2"}, Resources: []string{"deviceclasses"}}
+	beta.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", MessageExpression: `"params from " + params.metadata.name`}}
+	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, beta, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding = newVAPBinding("beta-params", "beta-params")
+	binding.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "param-holder", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the policy to read its v1beta1 params", func() (bool, error) {
+		_, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctx, newDeviceClass("p.example.com"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "params from param-holder"), err
+	})
 }
