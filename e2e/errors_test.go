@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -298,5 +299,54 @@ func TestDeprecatedVersionWarns(t *testing.T) {
 	r = k.do(t, "GET", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", nil)
 	if got := warnings(t, r.Header); len(got) != 0 {
 		t.Errorf("v1 warnings = %q, want none", got)
+	}
+}
+
+// An update's invalid metadata is reported as often as kube-apiserver
+// reports it: once by the store's checks common to every kind (object
+// meta, and its update rules), then by the kind's own update validation —
+// which for a Namespace and a DeviceClass runs the kind's create rules as
+// well as its update rules, and for the admission kinds the create rules
+// only.
+func TestUpdateMetadataCausesAsKube(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("causes"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctx, newDeviceClass("causes.example.com"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, newVWC("causes"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, newVAP("causes"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/api/v1/namespaces/causes", 4},
+		{"/apis/resource.k8s.io/v1beta2/deviceclasses/causes.example.com", 4},
+		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/causes", 3},
+		{"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/causes", 3},
+	} {
+		r := k.do(t, "PATCH", c.path, []byte(`{"metadata":{"labels":{"bad key!":"x"}}}`), "Content-Type: application/merge-patch+json")
+		var st metav1.Status
+		if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusUnprocessableEntity || st.Details == nil {
+			t.Errorf("PATCH %s with an invalid label: %d %s, want 422 with causes", c.path, r.Code, r.Body)
+			continue
+		}
+		got := 0
+		for _, cause := range st.Details.Causes {
+			if cause.Field == "metadata.labels" {
+				got++
+			}
+		}
+		if got != c.want || got != len(st.Details.Causes) {
+			t.Errorf("PATCH %s with an invalid label: causes %s, want %d on metadata.labels", c.path, fmtJSON(st.Details.Causes), c.want)
+		}
 	}
 }

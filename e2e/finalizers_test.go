@@ -287,20 +287,36 @@ func TestNamespaceFinalizerNames(t *testing.T) {
 	bad = newNamespace("bad-spec")
 	bad.Spec.Finalizers = []corev1.FinalizerName{"bad"}
 	_, err = namespaces.Create(ctx, bad, metav1.CreateOptions{})
-	expectInvalid(t, err, `Namespace "bad-spec" is invalid: spec.finalizers[0]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`,
-		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`, Field: "spec.finalizers[0]"})
+	// kube's ValidateNamespace reports spec.finalizers without an index
+	// (its /finalize with one, below).
+	expectInvalid(t, err, `Namespace "bad-spec" is invalid: spec.finalizers: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`, Field: "spec.finalizers"})
 	good := newNamespace("good")
 	good.Finalizers = []string{"example.com/hold", metav1.FinalizerOrphanDependents}
 	good.Spec.Finalizers = []corev1.FinalizerName{"example.com/cleanup"}
+	good.Generation = 5 // kube's namespace strategy keeps a client's generation
 	created, err := namespaces.Create(ctx, good, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("namespace with qualified and standard finalizers: %v", err)
+	}
+	if created.Generation != 5 {
+		t.Errorf("namespace created with generation 5 has %d", created.Generation)
 	}
 	// Through /finalize too.
 	created.Spec.Finalizers = append(created.Spec.Finalizers, "bad")
 	_, err = namespaces.Finalize(ctx, created, metav1.UpdateOptions{})
 	expectInvalid(t, err, `Namespace "good" is invalid: spec.finalizers[2]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`,
 		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`, Field: "spec.finalizers[2]"})
+	// And through /status, which checks metadata.finalizers as kube's core
+	// object meta update rules do.
+	created, err = namespaces.Get(ctx, "good", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Finalizers = append(created.Finalizers, "bad")
+	_, err = namespaces.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	expectInvalid(t, err, `Namespace "good" is invalid: metadata.finalizers[2]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`, Field: "metadata.finalizers[2]"})
 }
 
 func TestNamespaceDeletion(t *testing.T) {

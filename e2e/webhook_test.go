@@ -994,7 +994,12 @@ func TestWebhookSelectors(t *testing.T) {
 	// the mutating webhooks match a namespace on it.
 	nsNameMHook := mhook("nsname-m.sel.example.com", hs.clientConfig("/nsname-m"), rule("", "v1", "namespaces", opCreate))
 	nsNameMHook.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"ns-named"}}}}
-	createMWC(t, k, hs, "mselectors", nsNameMHook)
+	// A namespace whose name is still to be generated has no such label
+	// yet (kube sets it with the generated name, after the mutating
+	// webhooks).
+	nsUnnamedMHook := mhook("nsunnamed-m.sel.example.com", hs.clientConfig("/nsunnamed-m"), rule("", "v1", "namespaces", opCreate))
+	nsUnnamedMHook.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	createMWC(t, k, hs, "mselectors", nsNameMHook, nsUnnamedMHook)
 
 	create := func(ns, name string, labels map[string]string, spec map[string]interface{}) httpResult {
 		t.Helper()
@@ -1028,6 +1033,16 @@ func TestWebhookSelectors(t *testing.T) {
 	if calls := hs.callsTo("/nsname-m", "ns-named"); len(calls) == 1 && calls[0].Object.GetLabels()["kubernetes.io/metadata.name"] != "ns-named" {
 		t.Errorf("the mutating webhook saw namespace ns-named with labels %v, want kubernetes.io/metadata.name=ns-named", calls[0].Object.GetLabels())
 	}
+	expectCalls("/nsunnamed-m", "ns-named")
+	r := k.do(t, "POST", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"generateName":"ns-gen-"}}`))
+	mustCode(t, "create a namespace with generateName", r, http.StatusCreated)
+	generated := decodeObj(t, r)
+	if calls := hs.callsTo("/nsunnamed-m", ""); len(calls) != 1 {
+		t.Errorf("the webhook for namespaces without the name label was called %d times, want once (for the generated name)", len(calls))
+	}
+	if got := generated.GetLabels()["kubernetes.io/metadata.name"]; got != generated.GetName() || got == "" {
+		t.Errorf("namespace %q stored with kubernetes.io/metadata.name %q, want its generated name", generated.GetName(), got)
+	}
 	// The same defaulting sets a namespace's phase (SetDefaults_NamespaceStatus).
 	if calls := hs.callsTo("/nsname-m", "ns-named"); len(calls) == 1 {
 		if phase, _, _ := unstructured.NestedString(calls[0].Object.Object, "status", "phase"); phase != "Active" {
@@ -1036,7 +1051,7 @@ func TestWebhookSelectors(t *testing.T) {
 	}
 
 	// objectSelector matches the new or the old object.
-	r := create("sel-b", "o-plain", nil, nil)
+	r = create("sel-b", "o-plain", nil, nil)
 	mustCode(t, "create o-plain", r, http.StatusCreated)
 	plain := decodeObj(t, r)
 	r = create("sel-b", "o-on", map[string]string{"hook": "on"}, nil)

@@ -607,10 +607,10 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetSelfLink("")
+	// A kind that tracks its generation starts it at 1; another (a
+	// namespace) keeps what the client sent, as kube's strategies.
 	if res.Strategy.TracksGeneration() {
 		obj.SetGeneration(1)
-	} else {
-		obj.SetGeneration(0)
 	}
 	res.Strategy.PrepareForCreate(ctx, obj)
 	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
@@ -838,7 +838,8 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if status, ok := old.Object["status"]; ok {
 				obj.Object["status"] = runtime.DeepCopyJSONValue(status)
 			}
-			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(ctx, obj, old)...); len(errs) > 0 {
+			fs := res.Strategy.(registry.FinalizeStrategy)
+			if errs := append(commonMetaErrors(res, obj, old), fs.ValidateFinalizeUpdate(ctx, obj, old)...); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(res.GroupKind(), obj.GetName(), errs)
 			}
 		} else if req.subresource == "status" {

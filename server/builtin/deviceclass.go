@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
 
 	"github.com/kapi-dev/kapi/openapi"
@@ -25,8 +26,13 @@ func deviceClassResource() *registry.Resource {
 		unconditional:    true,
 		tracksGeneration: true,
 		validate:         v.ValidateDeviceClass,
-		validateUpdate:   v.ValidateDeviceClassUpdate,
-		specChanged:      func(obj, old *T) bool { return semanticChanged(obj.Spec, old.Spec) },
+		// As kube's strategy: the create rules, then the update rules
+		// (so a stored selector valid only in the permissive environment
+		// of stored expressions is refused on update, as kube refuses it).
+		validateUpdate: func(obj, old *T) field.ErrorList {
+			return append(v.ValidateDeviceClass(obj), v.ValidateDeviceClassUpdate(obj, old)...)
+		},
+		specChanged: func(obj, old *T) bool { return semanticChanged(obj.Spec, old.Spec) },
 	}
 	return &registry.Resource{
 		Group: "resource.k8s.io", Versions: []string{"v1beta2"}, StorageVersion: "v1beta2",

@@ -3,7 +3,6 @@ package builtin
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,24 +47,17 @@ func namespaceResource() *registry.Resource {
 			ns.Status = old.Status
 			setNameLabel(ns)
 		},
-		validate: func(ns *corev1.Namespace) field.ErrorList {
-			errs := apimachineryvalidation.ValidateObjectMeta(&ns.ObjectMeta, false, apimachineryvalidation.ValidateNamespaceName, field.NewPath("metadata"))
-			errs = append(errs, core.ValidateMetaFinalizers(&ns.ObjectMeta, field.NewPath("metadata"))...)
+		validate: validateNamespace,
+		// As kube's namespace strategy: the create rules (on the stored
+		// spec.finalizers, which an update keeps), then the update's.
+		validateUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
+			return append(validateNamespace(ns), validateNamespaceMetaUpdate(ns, old)...)
+		},
+		// /finalize changes spec.finalizers: each is checked at its index.
+		validateFinalizeUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
+			errs := validateNamespaceMetaUpdate(ns, old)
 			for i, f := range ns.Spec.Finalizers {
 				errs = append(errs, core.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i))...)
-			}
-			return errs
-		},
-		validateUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
-			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-			errs = append(errs, core.ValidateMetaFinalizers(&ns.ObjectMeta, field.NewPath("metadata"))...)
-			// spec.finalizers change only through /finalize, which
-			// validates them with this (an update of the namespace keeps
-			// its stored ones, which kube does not check again).
-			if !slices.Equal(ns.Spec.Finalizers, old.Spec.Finalizers) {
-				for i, f := range ns.Spec.Finalizers {
-					errs = append(errs, core.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i))...)
-				}
 			}
 			return errs
 		},
@@ -75,7 +67,7 @@ func namespaceResource() *registry.Resource {
 			ns.Spec = old.Spec
 		},
 		validateStatusUpdate: func(ns, old *corev1.Namespace) field.ErrorList {
-			errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+			errs := validateNamespaceMetaUpdate(ns, old)
 			// The phase follows the new object's deletionTimestamp, as
 			// kube checks it (a changed one is refused above).
 			if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceActive {
@@ -131,6 +123,24 @@ func namespaceResource() *registry.Resource {
 	}
 }
 
+// validateNamespace is kube's ValidateNamespace: its object meta rules and
+// spec.finalizers, each reported at spec.finalizers.
+func validateNamespace(ns *corev1.Namespace) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMeta(&ns.ObjectMeta, false, apimachineryvalidation.ValidateNamespaceName, field.NewPath("metadata"))
+	errs = append(errs, core.ValidateMetaFinalizers(&ns.ObjectMeta, field.NewPath("metadata"))...)
+	for _, f := range ns.Spec.Finalizers {
+		errs = append(errs, core.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers"))...)
+	}
+	return errs
+}
+
+// validateNamespaceMetaUpdate is kube core's ValidateObjectMetaUpdate, which
+// every namespace update (main resource, /status, /finalize) runs.
+func validateNamespaceMetaUpdate(ns, old *corev1.Namespace) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&ns.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	return append(errs, core.ValidateMetaFinalizers(&ns.ObjectMeta, field.NewPath("metadata"))...)
+}
+
 // InitialNamespaces exist from the start, as in a new cluster.
 var InitialNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
@@ -140,7 +150,11 @@ var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "
 // defaultNamespace is kube's defaulting of a namespace (SetDefaults_Namespace
 // and SetDefaults_NamespaceStatus).
 func defaultNamespace(ns *corev1.Namespace) {
-	setNameLabel(ns)
+	// Not for a name still to be generated: the label comes with the
+	// name (prepareCreate), as kube's strategy sets it once generated.
+	if ns.Name != "" {
+		setNameLabel(ns)
+	}
 	if ns.Status.Phase == "" {
 		ns.Status.Phase = corev1.NamespaceActive
 	}

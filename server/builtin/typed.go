@@ -36,6 +36,9 @@ type typed[T any] struct {
 	prepareStatusUpdate  func(obj, old *T)
 	validateStatusUpdate func(obj, old *T) field.ErrorList
 
+	// finalize subresource (nil when the kind has none)
+	validateFinalizeUpdate func(obj, old *T) field.ErrorList
+
 	// prepareDelete marks a pending deletion (nil: none beyond finalizers).
 	prepareDelete func(*T) (bool, error)
 	// holdsDeletion tells whether the kind holds an object being deleted
@@ -164,6 +167,10 @@ func (s *typed[T]) PrepareForStatusUpdate(ctx context.Context, u, oldU *unstruct
 
 func (s *typed[T]) ValidateStatusUpdate(ctx context.Context, u, old *unstructured.Unstructured) field.ErrorList {
 	return s.validateStatusUpdate(mustTyped[T](u), mustTyped[T](old))
+}
+
+func (s *typed[T]) ValidateFinalizeUpdate(ctx context.Context, u, old *unstructured.Unstructured) field.ErrorList {
+	return s.validateFinalizeUpdate(mustTyped[T](u), mustTyped[T](old))
 }
 
 func (s *typed[T]) HoldsDeletion(u *unstructured.Unstructured) bool {

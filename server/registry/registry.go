@@ -69,6 +69,12 @@ type StatusStrategy interface {
 	ValidateStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
 }
 
+// FinalizeStrategy is implemented by the strategies of kinds with a
+// /finalize subresource (Namespace).
+type FinalizeStrategy interface {
+	ValidateFinalizeUpdate(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
+}
+
 // DeleteStrategy is implemented by kinds whose deletion is not immediate
 // beyond metadata.finalizers (a namespace finalizes its contents, a CRD its
 // custom resources).

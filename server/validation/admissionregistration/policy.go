@@ -65,7 +65,6 @@ func ValidateValidatingAdmissionPolicy(obj *admissionregistrationv1.ValidatingAd
 // on update of the main resource. Match conditions are not re-checked when
 // neither they nor paramKind changed.
 func ValidateValidatingAdmissionPolicyUpdate(obj, old *admissionregistrationv1.ValidatingAdmissionPolicy) field.ErrorList {
-	allErrors := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	opts := policyOptions{
 		ignoreMatchConditions: reflect.DeepEqual(obj.Spec.ParamKind, old.Spec.ParamKind) &&
 			reflect.DeepEqual(obj.Spec.MatchConditions, old.Spec.MatchConditions),
@@ -88,13 +87,14 @@ func ValidateValidatingAdmissionPolicyUpdate(obj, old *admissionregistrationv1.V
 	for _, a := range old.Spec.AuditAnnotations {
 		opts.preexisting.auditAnnotations.Insert(a.ValueExpression)
 	}
-	return append(allErrors, validatePolicy(obj, opts)...)
+	return validatePolicy(obj, opts)
 }
 
 // ValidateValidatingAdmissionPolicyStatusUpdate validates an update through
-// the status subresource: only the status is checked.
+// the status subresource: only the status is checked (the metadata rules
+// common to every update are the handler's, as kube's store runs them).
 func ValidateValidatingAdmissionPolicyStatusUpdate(obj, old *admissionregistrationv1.ValidatingAdmissionPolicy) field.ErrorList {
-	allErrors := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	var allErrors field.ErrorList
 	statusPath := field.NewPath("status")
 	if tc := obj.Status.TypeChecking; tc != nil {
 		for i, w := range tc.ExpressionWarnings {
@@ -392,8 +392,7 @@ func ValidateValidatingAdmissionPolicyBinding(obj *admissionregistrationv1.Valid
 // ValidateValidatingAdmissionPolicyBindingUpdate validates a
 // ValidatingAdmissionPolicyBinding on update; the rules are those of create.
 func ValidateValidatingAdmissionPolicyBindingUpdate(obj, old *admissionregistrationv1.ValidatingAdmissionPolicyBinding) field.ErrorList {
-	allErrors := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	return append(allErrors, ValidateValidatingAdmissionPolicyBinding(obj)...)
+	return ValidateValidatingAdmissionPolicyBinding(obj)
 }
 
 func validateParamRef(pr *admissionregistrationv1.ParamRef, fldPath *field.Path) field.ErrorList {

@@ -127,9 +127,8 @@ func ValidateMutatingWebhookConfiguration(obj *admissionregistrationv1.MutatingW
 
 // ValidateMutatingWebhookConfigurationUpdate validates a MutatingWebhookConfiguration on update.
 func ValidateMutatingWebhookConfigurationUpdate(obj, old *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
-	allErrors := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	opts := updateWebhookOptions(mutatingHooks(obj.Webhooks), mutatingHooks(old.Webhooks))
-	return append(allErrors, validateWebhookConfiguration(&obj.ObjectMeta, mutatingHooks(obj.Webhooks), opts)...)
+	return validateWebhookConfiguration(&obj.ObjectMeta, mutatingHooks(obj.Webhooks), opts)
 }
 
 // ValidateValidatingWebhookConfiguration validates a ValidatingWebhookConfiguration on create.
@@ -139,9 +138,8 @@ func ValidateValidatingWebhookConfiguration(obj *admissionregistrationv1.Validat
 
 // ValidateValidatingWebhookConfigurationUpdate validates a ValidatingWebhookConfiguration on update.
 func ValidateValidatingWebhookConfigurationUpdate(obj, old *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
-	allErrors := apimachineryvalidation.ValidateObjectMetaUpdate(&obj.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	opts := updateWebhookOptions(validatingHooks(obj.Webhooks), validatingHooks(old.Webhooks))
-	return append(allErrors, validateWebhookConfiguration(&obj.ObjectMeta, validatingHooks(obj.Webhooks), opts)...)
+	return validateWebhookConfiguration(&obj.ObjectMeta, validatingHooks(obj.Webhooks), opts)
 }
 
 // updateWebhookOptions relaxes a rule when the stored object already breaks
