@@ -1834,3 +1834,52 @@ spec:
 		t.Error("watch with spec.color=red: no event for s1")
 	}
 }
+
+// An Established CRD whose changed names are refused (a short name another
+// CRD of the group has) is still served, under its accepted names and with
+// its current spec, and after a restart too: kube-apiserver serves a CRD
+// that is Established or has its names accepted.
+func TestCustomResourceEstablishedServedThroughNameConflict(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	k := startKapiIn(t, dir)
+	ctx := ctxT(t)
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	createCRD(t, k, crdFromYAML(t, cronTabCRDYAML)) // short name ct
+	widgets := crdFromYAML(t, strings.NewReplacer(
+		"name: crontabs.stable.example.com", "name: widgets.stable.example.com",
+		"plural: crontabs", "plural: widgets",
+		"singular: crontab", "singular: widget",
+		"kind: CronTab", "kind: Widget",
+		"- ct\n", "- wd\n",
+	).Replace(cronTabCRDYAML))
+	createCRD(t, k, widgets)
+	gvr := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "widgets"}
+	if _, err := k.Dyn.Resource(gvr).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "stable.example.com/v1", "kind": "Widget", "metadata": map[string]interface{}{"name": "w1"}, "spec": map[string]interface{}{"replicas": int64(50)},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Ask for the CronTab's short name, and cap spec.replicas.
+	patch := `[{"op":"add","path":"/spec/names/shortNames/-","value":"ct"},
+{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/replicas/maximum","value":5}]`
+	if _, err := crds.Patch(ctx, "widgets.stable.example.com", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCRDCondition(t, k, "widgets.stable.example.com", apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionFalse)
+	expectCondition(t, got, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionFalse, "ShortNamesConflict", `"ct" is already in use`)
+	expectCondition(t, got, apiextensionsv1.Established, apiextensionsv1.ConditionTrue, "InitialNamesAccepted", "the initial names have been accepted")
+	capped := func(k *kapi) func() (bool, error) {
+		return func() (bool, error) {
+			r := k.do(t, "PATCH", "/apis/stable.example.com/v1/namespaces/default/widgets/w1", []byte(`{"spec":{"replicas":60}}`), "Content-Type: application/merge-patch+json")
+			return r.Code == http.StatusUnprocessableEntity && strings.Contains(string(r.Body), "should be less than or equal to 5"), fmt.Errorf("PATCH w1: %d %.300s", r.Code, r.Body)
+		}
+	}
+	eventually(t, 10*time.Second, "the widgets to be served with the new schema", capped(k))
+	k.Stop(t)
+	k = startKapiIn(t, dir)
+	eventually(t, 10*time.Second, "the widgets to be served after a restart", capped(k))
+	if r := k.do(t, "GET", "/apis/stable.example.com/v1/namespaces/default/widgets/w1", nil); r.Code != http.StatusOK {
+		t.Errorf("GET w1 after a restart: %d %.300s", r.Code, r.Body)
+	}
+}

@@ -228,7 +228,11 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 	if cond := apiApprovalCondition(updated); cond != nil {
 		apihelpers.SetCRDCondition(updated, *cond)
 	}
-	serve := namesAccepted.Status == apiextensionsv1.ConditionTrue
+	// As kube-apiserver's handler: served once its names are accepted, and
+	// for good once Established, even when a later change of its names is
+	// refused (it is then served under its accepted names, with its
+	// current spec).
+	serve := namesAccepted.Status == apiextensionsv1.ConditionTrue || established.Status == apiextensionsv1.ConditionTrue
 	if conv := crd.Spec.Conversion; conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil &&
 		len(webhookutil.ValidateCABundle(field.NewPath(""), conv.Webhook.ClientConfig.CABundle)) > 0 {
 		// A conversion webhook kapi cannot verify: not served, and not
