@@ -491,9 +491,12 @@ func (s *strategy) prune(obj *unstructured.Unstructured, v string) {
 }
 
 // ConvertVersions converts the objects of objs not yet in version v
-// through the CRD's conversion webhook in one ConversionReview, as
-// kube-apiserver sends a list's. Without a webhook, or for fewer than two,
-// it converts none: Convert does them one by one.
+// through the CRD's conversion webhook in one ConversionReview (kube's
+// webhook converter takes a list so; kube-apiserver itself converts each
+// object as its version's storage decodes it, one per review, and keeps
+// them converted in its watch cache: kapi, which has none, would call the
+// webhook once per object of every list). Without a webhook, or for fewer
+// than two, it converts none: Convert does them one by one.
 func (s *strategy) ConvertVersions(objs []*unstructured.Unstructured, v string) ([]bool, error) {
 	if !s.webhookConversion {
 		return nil, nil
