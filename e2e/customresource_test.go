@@ -639,13 +639,24 @@ func TestCustomResourceDefinitionTerminating(t *testing.T) {
 	if _, err := crs.Create(ctx, cr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := k.do(t, "DELETE", collectionPath(gvrCRDs)+"/crontabs.stable.example.com", nil)
+	// The CRD storage's own DELETE: its preconditions in its words.
+	stored, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := k.do(t, "DELETE", collectionPath(gvrCRDs)+"/crontabs.stable.example.com", []byte(`{"preconditions":{"uid":"abc"}}`))
+	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, `Operation cannot be fulfilled on customresourcedefinitions.apiextensions.k8s.io "crontabs.stable.example.com": Precondition failed: UID in precondition: abc, UID in object meta: `+string(stored.UID))
+	r = k.do(t, "DELETE", collectionPath(gvrCRDs)+"/crontabs.stable.example.com", nil)
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := json.Unmarshal(r.Body, &crd); err != nil || r.Code != http.StatusOK || crd.Kind != "CustomResourceDefinition" {
 		t.Fatalf("DELETE CRD: %d %s", r.Code, r.Body)
 	}
 	if crd.DeletionTimestamp == nil || !contains(crd.Finalizers, "customresourcecleanup.apiextensions.k8s.io") {
 		t.Errorf("DELETE answered deletionTimestamp %v finalizers %v, want set and the cleanup finalizer", crd.DeletionTimestamp, crd.Finalizers)
+	}
+	// ... which sets the deletionTimestamp alone.
+	if crd.Generation != 1 || crd.DeletionGracePeriodSeconds != nil {
+		t.Errorf("DELETE answered generation %d deletionGracePeriodSeconds %v, want 1 and none", crd.Generation, crd.DeletionGracePeriodSeconds)
 	}
 	if c := crdCondition(&crd, apiextensionsv1.Terminating); c == nil || c.Status != apiextensionsv1.ConditionTrue || c.Reason != "InstanceDeletionPending" {
 		t.Errorf("DELETE answered conditions %s, want Terminating True InstanceDeletionPending", fmtJSON(crd.Status.Conditions))

@@ -1143,14 +1143,15 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 		if obj.GetDeletionTimestamp() == nil {
 			now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 			obj.SetDeletionTimestamp(&now)
-			if res.CheckDelete == nil { // the generic store's marking
+			// The generic store's marking: marking for deletion is a change
+			// of the object's intent, so its generation moves. (A kind with
+			// a DELETE of its own sets the timestamp alone.)
+			if res.CheckDelete == nil {
 				zero := int64(0)
 				obj.SetDeletionGracePeriodSeconds(&zero)
-			}
-			// As kube-apiserver: marking for deletion is a change of the
-			// object's intent, so its generation moves.
-			if g := obj.GetGeneration(); g > 0 {
-				obj.SetGeneration(g + 1)
+				if g := obj.GetGeneration(); g > 0 {
+					obj.SetGeneration(g + 1)
+				}
 			}
 		}
 		if dryRun || sameObject(obj, current) {

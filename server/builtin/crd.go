@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdregistry "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -109,6 +110,11 @@ func crdResource() *registry.Resource {
 		Status:         true,
 		Strategy:       s,
 		Table:          DefaultTable(),
+		// kube-apiserver's CRD storage has a DELETE of its own: the
+		// preconditions in its words, and a deletionTimestamp alone.
+		CheckDelete: func(u *unstructured.Unstructured, opts *metav1.DeleteOptions) (bool, error) {
+			return false, checkDeletePreconditions(apiextensionsv1.Resource("customresourcedefinitions"), u, opts)
+		},
 	}
 }
 

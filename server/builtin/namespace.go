@@ -181,7 +181,17 @@ func hasFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
 // are checked in its words, and a namespace already terminating that still
 // has spec.finalizers is answered as it is.
 func checkNamespaceDelete(u *unstructured.Unstructured, opts *metav1.DeleteOptions) (bool, error) {
-	gr := schema.GroupResource{Resource: "namespaces"}
+	if err := checkDeletePreconditions(schema.GroupResource{Resource: "namespaces"}, u, opts); err != nil {
+		return false, err
+	}
+	fins, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "finalizers")
+	return u.GetDeletionTimestamp() != nil && len(fins) > 0, nil
+}
+
+// checkDeletePreconditions checks a DELETE's preconditions against u as
+// the namespace and CRD storages of kube-apiserver do, in their words; the
+// uid precondition is always set (admission sees it).
+func checkDeletePreconditions(gr schema.GroupResource, u *unstructured.Unstructured, opts *metav1.DeleteOptions) error {
 	if opts.Preconditions == nil {
 		opts.Preconditions = &metav1.Preconditions{}
 	}
@@ -189,11 +199,10 @@ func checkNamespaceDelete(u *unstructured.Unstructured, opts *metav1.DeleteOptio
 	if opts.Preconditions.UID == nil {
 		opts.Preconditions.UID = &uid
 	} else if *opts.Preconditions.UID != uid {
-		return false, apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *opts.Preconditions.UID, uid))
+		return apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *opts.Preconditions.UID, uid))
 	}
 	if rv := opts.Preconditions.ResourceVersion; rv != nil && *rv != u.GetResourceVersion() {
-		return false, apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *rv, u.GetResourceVersion()))
+		return apierrors.NewConflict(gr, u.GetName(), fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *rv, u.GetResourceVersion()))
 	}
-	fins, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "finalizers")
-	return u.GetDeletionTimestamp() != nil && len(fins) > 0, nil
+	return nil
 }

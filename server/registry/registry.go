@@ -194,11 +194,12 @@ type Resource struct {
 	// use beyond metadata.name and metadata.namespace (nil for none).
 	FieldLabels func(version string, obj *unstructured.Unstructured) fields.Set
 	// CheckDelete, when set, replaces the generic checks of a DELETE with
-	// the kind's own, as kube-apiserver's namespace storage does: it
-	// checks (and fills in) the options against obj, the stored object,
+	// the kind's own, as kube-apiserver's namespace and CRD storages do:
+	// it checks (and fills in) the options against obj, the stored object,
 	// and done says the DELETE is answered with obj as it is (no
 	// admission, nothing written). Such a kind is marked deleted with a
-	// deletionTimestamp alone (no deletionGracePeriodSeconds).
+	// deletionTimestamp alone (no deletionGracePeriodSeconds, the same
+	// generation).
 	CheckDelete func(obj *unstructured.Unstructured, opts *metav1.DeleteOptions) (done bool, err error)
 	// OwnFieldLabelErrors is true for kinds kube-apiserver converts field
 	// labels for with a function of their own (namespaces, custom
