@@ -1780,6 +1780,16 @@ func TestCustomResourceScaleFieldValidation(t *testing.T) {
 	}
 	r = k.do(t, "PUT", path+"/s/scale?fieldValidation=Strict", body)
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `unknown field "spec.bogus"`)
+
+	// As kube-apiserver's scale storage: a body that does not decode is
+	// worded as its decoder words it, negative replicas are refused by the
+	// custom resource's validation, and other verbs name the resource.
+	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","namespace":"default"},"spec":{"replicas":"5"}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32`)
+	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","namespace":"default"},"spec":{"replicas":-1}}`))
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Gadget.dyn.example.com "s" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer`)
+	r = k.do(t, "DELETE", path+"/s/scale", nil)
+	expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, `delete is not supported on resources of kind "gadgets.dyn.example.com"`)
 }
 
 // Field selectors read a selectable field from the object as it is served

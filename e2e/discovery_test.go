@@ -411,6 +411,9 @@ func TestTable(t *testing.T) {
 		if len(none.Rows) != 2 || len(none.Rows[0].Object.Raw) != 0 {
 			t.Errorf("includeObject=None rows %+v", none.Rows)
 		}
+		// An unknown value is a bad request, as kube-apiserver words it.
+		expectStatus(t, k.do(t, "GET", collectionPath(gvrVWCs)+"?includeObject=bogus", nil, asTable), http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			`Unable to convert to Table as requested: includeObject: Invalid value: "bogus": must be 'Metadata', 'Object', 'None', or empty`)
 	})
 
 	t.Run("CRD default columns", func(t *testing.T) {

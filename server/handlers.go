@@ -420,8 +420,13 @@ func tableOf(r *http.Request, tc registry.TableConvertor, version string, objs [
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if errs := metav1validation.ValidateTableOptions(&opts); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "TableOptions"}, "", errs)
+	// In kube-apiserver's words: one error as it is, several as a list.
+	switch errs := metav1validation.ValidateTableOptions(&opts); len(errs) {
+	case 0:
+	case 1:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs[0].Error()))
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs))
 	}
 	t := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + version},

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	sigsjson "sigs.k8s.io/json"
 
@@ -107,7 +106,8 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 	case http.MethodPut, http.MethodPatch:
 		s.updateScale(w, r, req)
 	default:
-		writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{Group: req.res.Group, Resource: req.res.Plural + "/scale"}, verbOf(r.Method)))
+		// As kube-apiserver words it: the resource, not its subresource.
+		writeError(w, r, apierrors.NewMethodNotSupported(req.res.GroupResource(), verbOf(r.Method)))
 	}
 }
 
@@ -208,7 +208,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 			scale := &autoscalingv1.Scale{}
 			strict, err := sigsjson.UnmarshalStrict(data, scale, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 			if err != nil {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Scale): %v", err))
+				return nil, undecodable(&resourceRequest{res: &registry.Resource{Kind: "Scale"}, version: "v1"}, data, err)
 			}
 			switch {
 			case len(strict) > 0 && opts.fieldValidation == metav1.FieldValidationStrict:
@@ -238,9 +238,8 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		if scale.Spec.Replicas == unsetReplicas {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", sc.SpecReplicasPath))
 		}
-		if scale.Spec.Replicas < 0 {
-			return nil, apierrors.NewInvalid(scaleGroupKind, req.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
-		}
+		// Negative replicas reach the custom resource, whose validation
+		// refuses them (as kube-apiserver's scale storage leaves it to).
 		if err := unstructured.SetNestedField(current.Object, int64(scale.Spec.Replicas), replicasPath(sc.SpecReplicasPath)...); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
