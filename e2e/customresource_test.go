@@ -1703,6 +1703,12 @@ func TestCustomResourceVersions(t *testing.T) {
 			t.Errorf("GET %s warnings %q, want [%q]", p, got, betaWarning)
 		}
 	}
+	// A subresource the version does not serve: NotFound, with the warning.
+	r = k.do(t, "GET", base+"v1beta1/namespaces/default/widgets/w/status", nil)
+	expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, `widgets.ver.example.com "w" not found`)
+	if got := warnings(t, r.Header); !reflect.DeepEqual(got, []string{betaWarning}) {
+		t.Errorf("GET v1beta1 widgets/w/status warnings %q, want [%q]", got, betaWarning)
+	}
 	r = k.do(t, "GET", base+"v1alpha1/namespaces/default/widgets/w", nil)
 	if got := warnings(t, r.Header); !reflect.DeepEqual(got, []string{"ver.example.com/v1alpha1 Widget is deprecated; use ver.example.com/v1 Widget"}) {
 		t.Errorf("GET v1alpha1 warnings %q, want the default text", got)

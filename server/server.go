@@ -233,6 +233,15 @@ func (s *Server) serveAPIPath(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := s.parseResourcePath(group, version, rest)
 	if err != nil {
+		if req != nil {
+			// A custom resource's NotFound for a subresource its version
+			// lacks comes with the version's deprecation warning, as
+			// kube-apiserver's handler adds it first.
+			r = r.WithContext(withWarnings(r.Context(), w))
+			if text, ok := req.res.DeprecationWarnings[req.version]; ok {
+				addWarning(r.Context(), text)
+			}
+		}
 		writeError(w, r, err)
 		return
 	}
@@ -270,6 +279,8 @@ type resourceRequest struct {
 }
 
 // parseResourcePath parses [watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]].
+// With an error it returns the request too when the path named a custom
+// resource's version (its answer carries the version's warnings).
 func (s *Server) parseResourcePath(group, version string, parts []string) (*resourceRequest, error) {
 	req := &resourceRequest{version: version}
 	if parts[0] == "watch" {
@@ -309,7 +320,7 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 			// As kube-apiserver's custom resource handler: a subresource
 			// the version does not serve is the object's NotFound (a
 			// namespaced one's path without a namespace never reaches it).
-			return nil, apierrors.NewNotFound(schema.GroupResource{Group: res.Group, Resource: res.Plural}, req.name)
+			return req, apierrors.NewNotFound(schema.GroupResource{Group: res.Group, Resource: res.Plural}, req.name)
 		}
 		if !known || req.watchPath {
 			return nil, s.notFoundIn(group, version)
