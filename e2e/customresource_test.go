@@ -1910,3 +1910,55 @@ func TestCustomResourceEstablishedServedThroughNameConflict(t *testing.T) {
 		t.Errorf("GET w1 after a restart: %d %.300s", r.Code, r.Body)
 	}
 }
+
+// A /scale read of an object whose replicas field holds another type
+// answers the field accessor's error as it is, a 500 without a reason, as
+// kube-apiserver's scale storage returns it.
+func TestCustomResourceScaleOfWrongType(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: knobs.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: knobs, singular: knob, kind: Knob}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`))
+	// v2 has no status subresource: its writes set the status.
+	mustCode(t, "create", k.do(t, "POST", "/apis/example.com/v2/namespaces/default/knobs",
+		[]byte(`{"apiVersion":"example.com/v2","kind":"Knob","metadata":{"name":"k"},"spec":{"replicas":1},"status":{"replicas":"x"}}`)), http.StatusCreated)
+	const want = ".status.replicas accessor error: x is of the type string, expected int64"
+	for _, r := range []httpResult{
+		k.do(t, "GET", "/apis/example.com/v1/namespaces/default/knobs/k/scale", nil),
+		k.do(t, "PATCH", "/apis/example.com/v1/namespaces/default/knobs/k/scale", []byte(`{"spec":{"replicas":2}}`), "Content-Type: application/merge-patch+json"),
+	} {
+		var st metav1.Status
+		if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusInternalServerError || st.Reason != "" || st.Message != want {
+			t.Errorf("/scale of a string status.replicas: %d %s, want 500 with no reason and %q", r.Code, r.Body, want)
+		}
+	}
+}

@@ -69,12 +69,15 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			writeError(w, r, err)
 			return
 		}
+		// As kube-apiserver's scale storage: a replicas field of the wrong
+		// type is its accessor's error as it is (a 500 with no reason), a
+		// missing spec replicas field an InternalError.
 		scale, found, err := scaleOf(cr, sc)
 		if err == nil && !found {
-			err = fmt.Errorf("the spec replicas field %q does not exist", sc.SpecReplicasPath)
+			err = apierrors.NewInternalError(fmt.Errorf("the spec replicas field %q does not exist", sc.SpecReplicasPath))
 		}
 		if err != nil {
-			writeError(w, r, apierrors.NewInternalError(err))
+			writeError(w, r, err)
 			return
 		}
 		out, err := negotiate(r, "Table", "PartialObjectMetadata")
@@ -168,7 +171,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		managed := managedfields.NewScaleHandler(current.GetManagedFields(), gv, req.res.ReplicasPaths)
 		old, found, err := scaleOf(current, sc)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
+			return nil, err // as kube's: the accessor's error as it is, a 500
 		}
 		if !found {
 			old.Spec.Replicas = unsetReplicas
