@@ -411,6 +411,13 @@ func TestTable(t *testing.T) {
 		if len(none.Rows) != 2 || len(none.Rows[0].Object.Raw) != 0 {
 			t.Errorf("includeObject=None rows %+v", none.Rows)
 		}
+		// A v1beta1 Table's rows hold v1beta1 metadata.
+		var beta metav1.Table
+		decodeInto(t, k.do(t, "GET", collectionPath(gvrVWCs), nil, "Accept: application/json;as=Table;v=v1beta1;g=meta.k8s.io"), &beta)
+		var row metav1.PartialObjectMetadata
+		if err := json.Unmarshal(beta.Rows[0].Object.Raw, &row); err != nil || row.APIVersion != "meta.k8s.io/v1beta1" || row.Kind != "PartialObjectMetadata" {
+			t.Errorf("v1beta1 Table row object %s, want a meta.k8s.io/v1beta1 PartialObjectMetadata", beta.Rows[0].Object.Raw)
+		}
 		// An unknown value is a bad request, as kube-apiserver words it.
 		expectStatus(t, k.do(t, "GET", collectionPath(gvrVWCs)+"?includeObject=bogus", nil, asTable), http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			`Unable to convert to Table as requested: includeObject: Invalid value: "bogus": must be 'Metadata', 'Object', 'None', or empty`)

@@ -271,6 +271,52 @@ func TestErrorsAsStatus(t *testing.T) {
 		if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/yaml" || !strings.Contains(string(r.Body), "kind: ValidatingWebhookConfiguration") {
 			t.Errorf("YAML Accept: %d %q %s", r.Code, r.Header.Get("Content-Type"), r.Body)
 		}
+		// A concrete type before a wildcard of the same quality, as
+		// kube-apiserver orders them.
+		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: */*, application/yaml")
+		if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/yaml" {
+			t.Errorf("Accept */*, application/yaml: %d %q, want YAML", r.Code, r.Header.Get("Content-Type"))
+		}
+		// A group and version with nothing to convert to is not a form
+		// kube-apiserver offers.
+		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: application/json;g=meta.k8s.io;v=v1")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+		// Errors in YAML too.
+		r = k.do(t, "GET", vwcs+"/missing", nil, "Accept: application/yaml")
+		if r.Code != http.StatusNotFound || r.Header.Get("Content-Type") != "application/yaml" || !strings.Contains(string(r.Body), "reason: NotFound") {
+			t.Errorf("a missing object with a YAML Accept: %d %q %s, want a YAML Status", r.Code, r.Header.Get("Content-Type"), r.Body)
+		}
+		// A write whose answer cannot be given is refused before it is
+		// made, as kube-apiserver negotiates first: nothing changes.
+		for _, w := range []struct{ method, path, body, contentType string }{
+			{"POST", vwcs, string(vwcJSON("refused", "")), "application/json"},
+			{"PATCH", vwcs + "/existing", `{"metadata":{"labels":{"changed":"yes"}}}`, "application/merge-patch+json"},
+			{"DELETE", vwcs + "/existing", "", ""},
+			{"DELETE", vwcs, "", ""},
+		} {
+			var body []byte
+			headers := []string{"Accept: application/vnd.kubernetes.protobuf"}
+			if w.body != "" {
+				body = []byte(w.body)
+				headers = append(headers, "Content-Type: "+w.contentType)
+			}
+			r = k.do(t, w.method, w.path, body, headers...)
+			expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+		}
+		r = k.do(t, "GET", vwcs, nil)
+		if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"name":"existing"`) || strings.Contains(string(r.Body), `"changed"`) || strings.Contains(string(r.Body), `"refused"`) {
+			t.Errorf("after writes refused for their Accept: %d %s, want existing unchanged and nothing created", r.Code, r.Body)
+		}
+	})
+
+	t.Run("future resourceVersion", func(t *testing.T) {
+		// A 504 that says when to retry says it in Retry-After, which
+		// client-go retries on.
+		r := k.do(t, "GET", vwcs+"/existing?resourceVersion=999999", nil)
+		expectStatus(t, r, http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "Too large resource version: 999999")
+		if got := r.Header.Get("Retry-After"); got != "1" {
+			t.Errorf("Retry-After %q, want 1", got)
+		}
 	})
 
 	t.Run("YAML body", func(t *testing.T) {

@@ -444,7 +444,8 @@ func tableOf(r *http.Request, tc registry.TableConvertor, version string, objs [
 			row.Object.Raw = data
 		case metav1.IncludeNone:
 		default:
-			data, _ := json.Marshal(partialMetadata(obj, "v1"))
+			// Of the Table's own version, as kube-apiserver sets it.
+			data, _ := json.Marshal(partialMetadata(obj, version))
 			row.Object.Raw = data
 		}
 		t.Rows = append(t.Rows, row)
@@ -1007,7 +1008,8 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 		s.respondObject(w, r, req, code, obj)
 		return
 	}
-	writeObject(w, r, output{}, http.StatusOK, &metav1.Status{
+	negotiated, _ := negotiate(r)
+	writeObject(w, r, output{yaml: negotiated.yaml}, http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{
@@ -1239,7 +1241,10 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	for i, obj := range listed {
 		out[i] = obj.Object
 	}
-	writeObject(w, r, output{}, http.StatusOK, map[string]interface{}{
+	// In JSON or YAML, as the client prefers (negotiated before the
+	// deletes).
+	negotiated, _ := negotiate(r)
+	writeObject(w, r, output{yaml: negotiated.yaml}, http.StatusOK, map[string]interface{}{
 		"apiVersion": schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(),
 		"kind":       req.res.ListKind,
 		"metadata":   lm,

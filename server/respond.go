@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/munnerz/goautoneg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/warning"
@@ -21,43 +20,21 @@ import (
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
-// mediaType is one entry of an Accept header.
-type mediaType struct {
-	Type, SubType string
-	Params        map[string]string
-	Q             float64
-}
-
-func (m mediaType) String() string { return m.Type + "/" + m.SubType }
-
-// parseAccept returns the media types of an Accept header, best first.
-func parseAccept(header string) []mediaType {
+// parseAccept returns the media types of an Accept header, best first, as
+// kube-apiserver orders them (goautoneg: by quality, then concrete types
+// before wildcards).
+func parseAccept(header string) []goautoneg.Accept {
 	if strings.TrimSpace(header) == "" {
-		return []mediaType{{Type: "*", SubType: "*", Q: 1}}
+		return []goautoneg.Accept{{Type: "*", SubType: "*", Q: 1}}
 	}
-	var out []mediaType
-	for _, part := range strings.Split(header, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
-			continue
-		}
-		typ, sub, _ := strings.Cut(mt, "/")
-		m := mediaType{Type: typ, SubType: sub, Params: params, Q: 1}
-		if q, ok := params["q"]; ok {
-			if f, err := strconv.ParseFloat(q, 64); err == nil {
-				m.Q = f
-			}
-			delete(params, "q")
-		}
-		out = append(out, m)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Q > out[j].Q })
-	return out
+	return goautoneg.ParseAccept(header)
 }
 
 // output is the negotiated shape of a response.
 type output struct {
 	yaml bool
+	// pretty is asked for by the media type's pretty=1.
+	pretty bool
 	// as is "Table", "PartialObjectMetadata", "PartialObjectMetadataList",
 	// "APIGroupDiscoveryList" or "" for the object itself.
 	as      string
@@ -73,6 +50,11 @@ func negotiate(r *http.Request, allowAs ...string) (output, error) {
 		isYAML := (m.Type == "application" && m.SubType == "yaml")
 		wild := (m.Type == "*" && m.SubType == "*") || (m.Type == "application" && m.SubType == "*")
 		if !isJSON && !isYAML && !wild {
+			continue
+		}
+		if m.Params["as"] == "" && (m.Params["g"] != "" || m.Params["v"] != "") {
+			// A group or version with nothing to convert to: kube's
+			// endpoints allow no such transformation.
 			continue
 		}
 		if as := m.Params["as"]; as != "" {
@@ -92,9 +74,9 @@ func negotiate(r *http.Request, allowAs ...string) (output, error) {
 					continue
 				}
 			}
-			return output{as: as, version: v}, nil
+			return output{as: as, version: v, pretty: m.Params["pretty"] == "1"}, nil
 		}
-		return output{yaml: isYAML}, nil
+		return output{yaml: isYAML, pretty: m.Params["pretty"] == "1"}, nil
 	}
 	return output{}, notAcceptable()
 }
@@ -143,7 +125,7 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 	case out.as == "APIGroupDiscoveryList":
 		contentType = "application/json;g=apidiscovery.k8s.io;v=" + out.version + ";as=APIGroupDiscoveryList"
 	default:
-		if pretty(r) {
+		if out.pretty || pretty(r) {
 			var buf bytes.Buffer
 			if json.Indent(&buf, data, "", "  ") == nil {
 				data = buf.Bytes()
@@ -167,7 +149,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	status := toStatus(err)
-	writeObject(w, r, output{}, int(status.Code), status)
+	// As kube-apiserver: a Status that says when to retry says it in a
+	// Retry-After header too (client-go retries on it), and is written in
+	// YAML to a client that prefers it.
+	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
+	}
+	out, _ := negotiate(r)
+	writeObject(w, r, output{yaml: out.yaml}, int(status.Code), status)
 }
 
 func toStatus(err error) *metav1.Status {

@@ -368,6 +368,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		writeError(w, r, s.notFoundIn(req.res.Group, req.version))
 		return
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		// As kube-apiserver's write handlers: the response's form is
+		// negotiated before anything is written, so that a 406 changes
+		// nothing.
+		if _, err := negotiate(r, "Table", "PartialObjectMetadata", "PartialObjectMetadataList"); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
 	if req.subresource == "scale" {
 		s.serveScale(w, r, req)
 		return
