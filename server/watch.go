@@ -194,6 +194,19 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		last = ev.ev.Object.Rev
 		return ww.change(ev)
 	}
+	// drain sends the events queued now; false when the stream ended.
+	drain := func() bool {
+		for {
+			select {
+			case ev := <-events:
+				if !send(ev) {
+					return false
+				}
+			default:
+				return true
+			}
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -201,6 +214,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		case <-s.stopping:
 			return
 		case <-retired:
+			// What was queued before the CRD changed is sent first (its
+			// last resources' deletions, say): the select may have picked
+			// the retirement over them.
+			drain()
 			return
 		case <-overflow:
 			// Too slow: close the stream; the client re-watches from the
@@ -213,15 +230,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 			// a commit before its revision shows), then what is queued
 			// is sent, then the bookmark.
 			rev := s.store.CurrentRev()
-			for queued := true; queued; {
-				select {
-				case ev := <-events:
-					if !send(ev) {
-						return
-					}
-				default:
-					queued = false
-				}
+			if !drain() {
+				return
 			}
 			select {
 			case <-overflow:
