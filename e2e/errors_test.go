@@ -317,6 +317,16 @@ func TestErrorsAsStatus(t *testing.T) {
 		if got := r.Header.Get("Retry-After"); got != "1" {
 			t.Errorf("Retry-After %q, want 1", got)
 		}
+		// A list of that exact revision is etcd's error to kube-apiserver,
+		// at once: a 500 without a reason (and nothing to retry).
+		for _, q := range []string{"resourceVersion=999999&resourceVersionMatch=Exact", "resourceVersion=999999&limit=1"} {
+			r := k.do(t, "GET", vwcs+"?"+q, nil)
+			var st metav1.Status
+			if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusInternalServerError || st.Reason != "" ||
+				st.Message != "etcdserver: mvcc: required revision is a future revision" || r.Header.Get("Retry-After") != "" {
+				t.Errorf("list ?%s: %d %s (Retry-After %q), want etcd's future revision error, a 500", q, r.Code, r.Body, r.Header.Get("Retry-After"))
+			}
+		}
 	})
 
 	t.Run("YAML body", func(t *testing.T) {

@@ -103,6 +103,12 @@ func (s *Server) waitForRV(ctx context.Context, rv string) error {
 	return nil
 }
 
+// errFutureRevision is kube-apiserver's answer to a list of an exact
+// revision (resourceVersionMatch=Exact, a page of a resourceVersion, a
+// continue token) past the newest: etcd's error as it is, a 500 without a
+// reason. (A read not older than such a revision waits, then 504s.)
+var errFutureRevision = errors.New("etcdserver: mvcc: required revision is a future revision")
+
 // parseResourceVersion reads a resourceVersion parameter as
 // kube-apiserver's storage reads it ("" and "0" are 0), with its error.
 func parseResourceVersion(rv string) (int64, error) {
@@ -327,6 +333,9 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return nil, metav1.ListMeta{}, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
+		if tok.Rev > s.store.CurrentRev() {
+			return nil, metav1.ListMeta{}, errFutureRevision
+		}
 		if tok.Rev > 0 {
 			so.Rev = tok.Rev
 		}
@@ -346,8 +355,10 @@ func (s *Server) listObjects(ctx context.Context, res *registry.Resource, versio
 			if err != nil {
 				return nil, metav1.ListMeta{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 			}
-			if err := s.waitForRV(ctx, opts.ResourceVersion); err != nil {
-				return nil, metav1.ListMeta{}, err
+			// kube-apiserver reads an exact revision from etcd, which has
+			// none past its own: an error at once, not a wait.
+			if n > s.store.CurrentRev() {
+				return nil, metav1.ListMeta{}, errFutureRevision
 			}
 			so.Rev = n
 		default: // NotOlderThan, or the legacy unset match
