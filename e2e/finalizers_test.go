@@ -524,6 +524,13 @@ func TestDeleteCollectionAnswer(t *testing.T) {
 	if _, err := dcs.Get(ctx, "c.example.com", metav1.GetOptions{}); err != nil {
 		t.Errorf("c.example.com (not in the page): %v, want it still there", err)
 	}
+	// A ?watch= is read as a list option and otherwise ignored, as by
+	// kube-apiserver: the rest is deleted.
+	r = k.do(t, "DELETE", collectionPath(gvrDevClasses)+"?labelSelector=grp%3D1&watch=true", nil)
+	mustCode(t, "deletecollection with watch=true", r, http.StatusOK)
+	if _, err := dcs.Get(ctx, "c.example.com", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("c.example.com after a deletecollection with watch=true: %v, want it deleted", err)
+	}
 }
 
 // A namespace's deletion deletes its contents as kube's namespace

@@ -1214,13 +1214,11 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 		writeError(w, r, err)
 		return
 	}
+	// (A ?watch= is validated as for a list and otherwise ignored, as by
+	// kube-apiserver: the collection is deleted.)
 	listOpts, err := parseListOptions(r, false)
 	if err != nil {
 		writeError(w, r, err)
-		return
-	}
-	if listOpts.Watch {
-		writeError(w, r, apierrors.NewBadRequest("watch is not supported for deletecollection"))
 		return
 	}
 	items, lm, err := s.listObjects(r.Context(), req.res, req.version, req.namespace, listOpts)
