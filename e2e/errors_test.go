@@ -335,6 +335,10 @@ func TestErrorsAsStatus(t *testing.T) {
 		if r.Code != http.StatusCreated {
 			t.Errorf("YAML create: %d %s", r.Code, r.Body)
 		}
+		// YAML that does not parse, worded as kube-apiserver's decoder.
+		r = k.do(t, "POST", vwcs, []byte("a: ["), "Content-Type: application/yaml")
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			"the object provided is unrecognized (must be of type ValidatingWebhookConfiguration): yaml: line 1: did not find expected node content (a: [)")
 	})
 }
 

@@ -504,6 +504,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		return
 	}
 	body, _, yamlStrict, err := readObjectBody(r, bodyTypes(req.res)...)
+	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
+		err = undecodable(req, ye.body, ye.err)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -731,6 +734,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		return
 	}
 	body, _, yamlStrict, err := readObjectBody(r, bodyTypes(req.res)...)
+	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
+		err = undecodable(req, ye.body, ye.err)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

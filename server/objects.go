@@ -32,8 +32,20 @@ import (
 // as sent: see decodeApplyConfig). allowed lists the accepted media types.
 func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	data, mt, _, err := readObjectBody(r, allowed...)
+	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
+	}
 	return data, mt, err
 }
+
+// yamlBodyError is a YAML body that does not parse: decodeObject words it
+// as kube-apiserver's decoder does, naming the kind it expected.
+type yamlBodyError struct {
+	body []byte
+	err  error
+}
+
+func (e *yamlBodyError) Error() string { return e.err.Error() }
 
 // readObjectBody is readBody for an object's body: a YAML one is also read
 // strictly, as kube-apiserver's strict YAML decoder reads it, and its
@@ -76,7 +88,7 @@ func readObjectBody(r *http.Request, allowed ...string) ([]byte, string, []error
 	if mt == "application/yaml" {
 		js, err := yaml.YAMLToJSON(data)
 		if err != nil {
-			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
+			return nil, "", nil, &yamlBodyError{body: data, err: err}
 		}
 		if _, err := yaml.YAMLToJSONStrict(data); err != nil {
 			strict = append(strict, err)
