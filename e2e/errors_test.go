@@ -335,6 +335,11 @@ func TestErrorsAsStatus(t *testing.T) {
 		if r.Code != http.StatusCreated {
 			t.Errorf("YAML create: %d %s", r.Code, r.Body)
 		}
+		// A body that is not an object, worded as kube-apiserver's decoder
+		// words it (it reads apiVersion and kind into a struct first).
+		r = k.do(t, "POST", vwcs, []byte(`[]`))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			`the object provided is unrecognized (must be of type ValidatingWebhookConfiguration): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" } ([])`)
 		// YAML that does not parse, worded as kube-apiserver's decoder.
 		r = k.do(t, "POST", vwcs, []byte("a: ["), "Content-Type: application/yaml")
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,

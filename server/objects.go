@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -135,7 +134,9 @@ func readTypeMeta(req *resourceRequest, body []byte) error {
 	if !json.Valid(body) {
 		var syntax json.RawMessage
 		err = json.Unmarshal(body, &syntax)
-	} else if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
+	} else {
+		// A body that is not an object (an array, a string, a number)
+		// fails as it fails kube's: into this struct.
 		err = json.Unmarshal(body, &typeMeta)
 	}
 	if err != nil {
