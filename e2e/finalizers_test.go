@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 )
 
 const holdFinalizer = "example.com/hold"
@@ -920,4 +921,128 @@ func TestCascadingDeletionAfterRestart(t *testing.T) {
 			return apierrors.IsNotFound(err), nil
 		})
 	}
+}
+
+// The garbage collector attempts each dependent as kube's does
+// (attemptToDeleteItem): a dependent with an owner left keeps it (also in
+// a foreground deletion of another owner), one whose owners are gone is
+// deleted as its own finalizers ask (else in the background: no
+// foregroundDeletion finalizer is added to a leaf), an object being
+// deleted is left alone, a reference to an unserved version is not
+// resolved, and an attempt that admission refuses is made again.
+func TestGarbageCollectorAttempts(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	ref := func(o *unstructured.Unstructured, block bool) metav1.OwnerReference {
+		r := metav1.OwnerReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), UID: o.GetUID()}
+		if block {
+			r.BlockOwnerDeletion = ptr.To(true)
+		}
+		return r
+	}
+	create := func(name string, finalizers []string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
+		t.Helper()
+		g := gadget(name, map[string]interface{}{})
+		g.SetOwnerReferences(refs)
+		g.SetFinalizers(finalizers)
+		out, err := gadgets.Create(ctx, g, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	get := func(name string) *unstructured.Unstructured {
+		t.Helper()
+		got, err := gadgets.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("GET %s: %v", name, err)
+		}
+		return got
+	}
+	refNames := func(o *unstructured.Unstructured) []string {
+		var names []string
+		for _, r := range o.GetOwnerReferences() {
+			names = append(names, r.Name)
+		}
+		return names
+	}
+	gone := func(name string) {
+		t.Helper()
+		eventually(t, 10*time.Second, name+" to go", func() (bool, error) {
+			_, err := gadgets.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	}
+
+	// A foreground deletion: the dependent with another owner stays.
+	x, a := create("x", nil), create("a", nil)
+	create("shared", nil, ref(a, true), ref(x, false))
+	leaf := create("leaf", []string{holdFinalizer}, ref(a, false))
+	if err := gadgets.Delete(ctx, "a", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the leaf to be deleted", func() (bool, error) {
+		return get("leaf").GetDeletionTimestamp() != nil, nil
+	})
+	// The leaf was deleted in the background: its finalizers are its own.
+	if got := get("leaf"); !reflect.DeepEqual(got.GetFinalizers(), []string{holdFinalizer}) || got.GetGeneration() != leaf.GetGeneration()+1 {
+		t.Errorf("leaf of a foreground deletion: finalizers %v generation %d, want [%s] and %d", got.GetFinalizers(), got.GetGeneration(), holdFinalizer, leaf.GetGeneration()+1)
+	}
+	gone("a") // the leaf does not block it; shared loses its reference
+	if got := get("shared"); !reflect.DeepEqual(refNames(got), []string{"x"}) || got.GetDeletionTimestamp() != nil {
+		t.Errorf("shared after its owner a's foreground deletion: owners %v deletionTimestamp %v, want [x] and kept", refNames(got), got.GetDeletionTimestamp())
+	}
+
+	// A dependent's own orphan finalizer: its own dependents are orphaned.
+	b := create("b", nil)
+	mid := create("mid", []string{metav1.FinalizerOrphanDependents}, ref(b, false))
+	create("bottom", nil, ref(mid, false))
+	// Being deleted: left alone (its reference to b stays).
+	dying := create("dying", []string{holdFinalizer}, ref(b, false), ref(x, false))
+	if err := gadgets.Delete(ctx, "dying", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A reference at a version nobody serves: not resolved, not collected.
+	unserved := ref(x, false)
+	unserved.APIVersion, unserved.Name, unserved.UID = "dyn.example.com/v9", "ghost", "00000000-0000-0000-0000-000000000009"
+	create("unserved", nil, unserved)
+	// The sentinel: once it lost its reference to b, b's dependents were
+	// attempted.
+	create("sentinel", nil, ref(b, false), ref(x, false))
+	if err := gadgets.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone("mid")
+	eventually(t, 10*time.Second, "the sentinel to lose its reference to b", func() (bool, error) {
+		return reflect.DeepEqual(refNames(get("sentinel")), []string{"x"}), nil
+	})
+	if got := get("bottom"); len(got.GetOwnerReferences()) != 0 || got.GetDeletionTimestamp() != nil {
+		t.Errorf("bottom after mid (orphan finalizer) went: owners %v deletionTimestamp %v, want orphaned and kept", refNames(got), got.GetDeletionTimestamp())
+	}
+	if got := get("dying"); !reflect.DeepEqual(refNames(got), []string{"b", "x"}) || !reflect.DeepEqual(dying.GetOwnerReferences(), got.GetOwnerReferences()) {
+		t.Errorf("dying (being deleted) after its owner b went: owners %v, want them untouched", refNames(got))
+	}
+	if got := get("unserved"); got.GetDeletionTimestamp() != nil {
+		t.Error("a dependent whose owner reference names an unserved version was collected")
+	}
+
+	// An attempt admission refuses is made again once it allows it.
+	deny := denyDeletesPolicy("keep-gadgets", "dyn.example.com", "gadgets", "gadgets stay")
+	bindPolicy(t, k, deny)
+	eventually(t, 10*time.Second, "the policy to refuse deleting a gadget", func() (bool, error) {
+		err := gadgets.Delete(ctx, "x", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "gadgets stay"), err
+	})
+	create("orphan", nil, metav1.OwnerReference{APIVersion: x.GetAPIVersion(), Kind: x.GetKind(), Name: "never", UID: "00000000-0000-0000-0000-00000000000a"})
+	time.Sleep(500 * time.Millisecond) // the collector's first attempt is refused
+	if got := get("orphan"); got.GetDeletionTimestamp() != nil {
+		t.Fatal("the orphan was collected while a policy refuses its deletion")
+	}
+	if err := k.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, deny.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone("orphan")
 }

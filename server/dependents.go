@@ -105,18 +105,29 @@ func (c *cascades) finish(ctx context.Context, res *registry.Resource, key stora
 		blocked := false
 		var refused error
 		for _, d := range dependents {
+			current := d.obj
 			if d.obj.GetDeletionTimestamp() == nil {
-				// Through admission, as the collector's deletes are a
-				// client's: a webhook or policy that refuses one holds the
-				// owner if the dependent blocks it (tried again every
-				// second); the other dependents go all the same.
-				foreground := metav1.DeletePropagationForeground
-				req := &resourceRequest{res: d.res, version: d.res.StorageVersion, namespace: d.obj.GetNamespace(), name: d.obj.GetName()}
-				if _, _, err := c.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil && !apierrors.IsNotFound(err) && refused == nil {
+				// As kube's collector attempts each dependent of an owner
+				// waiting for them: one with another owner left only loses
+				// its reference; else it is deleted (through admission: a
+				// webhook or policy that refuses holds the owner if the
+				// dependent blocks it, tried again every second; the other
+				// dependents go all the same).
+				key := storageKey(d.res, d.obj.GetNamespace(), d.obj.GetName())
+				if _, err := c.s.orphans.attemptToDelete(ctx, key); err != nil && refused == nil {
 					refused = fmt.Errorf("deleting %s %s/%s: %w", d.res.Kind, d.obj.GetNamespace(), d.obj.GetName(), err)
 				}
+				// What the attempt left: gone, no longer referencing the
+				// owner, or being deleted.
+				got, _, err := c.s.getObject(ctx, d.res, d.obj.GetNamespace(), d.obj.GetName())
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				if err == nil {
+					current = got
+				}
 			}
-			blocked = blocked || blocksOwner(d.obj, owner.GetUID())
+			blocked = blocked || blocksOwner(current, owner.GetUID())
 		}
 		if blocked {
 			// Checked again as the dependents go (the queue retries).
@@ -132,15 +143,15 @@ type dependent struct {
 	obj *unstructured.Unstructured
 }
 
-// dependents lists the objects whose ownerReferences name owner's uid.
+// dependents lists the objects whose ownerReferences name owner's uid: for
+// a namespaced owner, those of its namespace, and cluster-scoped ones
+// (kube's collector finds them by uid: it orphans them, though it never
+// deletes them for such an owner).
 func (c *cascades) dependents(ctx context.Context, ownerRes *registry.Resource, owner *unstructured.Unstructured) ([]dependent, error) {
 	var out []dependent
 	for _, res := range c.s.reg.All() {
 		namespace := ""
-		if ownerRes.Namespaced {
-			if !res.Namespaced {
-				continue // a cluster-scoped object cannot have a namespaced owner
-			}
+		if ownerRes.Namespaced && res.Namespaced {
 			namespace = owner.GetNamespace()
 		}
 		items, _, err := c.s.listObjects(ctx, res, "", namespace, &metainternalversion.ListOptions{})

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,11 +19,12 @@ import (
 )
 
 // orphans finishes background cascading deletions, as kube-controller-
-// manager's garbage collector does: once an owner is gone, a dependent all
-// of whose owners are gone is deleted (in the background too), and one
-// that still has an owner loses its references to the owners that are
-// gone. An object that names owners none of which exists is deleted as
-// soon as it is written (or found at start).
+// manager's garbage collector does: once an owner is gone, its dependents
+// are attempted (attemptToDelete): one that still has an owner loses its
+// references to the owners that are gone, one whose owners are all gone is
+// deleted (as its own finalizers ask, else in the background). An object
+// that names owners none of which exists is deleted as soon as it is
+// written (or found at start). A failed attempt is made again.
 //
 // It keeps an index of which objects reference which owner uids, built
 // from the store at start and kept from its events: a write whose object
@@ -45,12 +47,18 @@ type orphans struct {
 	pendingMu sync.Mutex
 	pending   []storage.Event
 	wake      chan struct{}
+
+	// attempts are the dependents to attempt to delete (attemptToDelete),
+	// again every second while an attempt fails, as kube's collector
+	// requeues them.
+	attempts *workQueue[storage.Key, struct{}]
 }
 
 var ownerReferencesKey = []byte(`"ownerReferences"`)
 
 func newOrphans(s *Server) *orphans {
-	return &orphans{s: s, dependents: map[types.UID]map[storage.Key]bool{}, refs: map[storage.Key][]types.UID{}, wake: make(chan struct{}, 1)}
+	return &orphans{s: s, dependents: map[types.UID]map[storage.Key]bool{}, refs: map[storage.Key][]types.UID{}, wake: make(chan struct{}, 1),
+		attempts: newWorkQueue[storage.Key, struct{}]()}
 }
 
 // start indexes the stored objects' owner references as of now (and
@@ -58,6 +66,13 @@ func newOrphans(s *Server) *orphans {
 // events until ctx ends.
 func (o *orphans) start(ctx context.Context) {
 	rev, cancel := o.s.store.SubscribeAt(o.observe)
+	go o.attempts.run(ctx, func(ctx context.Context, key storage.Key, _ struct{}) bool {
+		done, err := o.attemptToDelete(ctx, key)
+		if err != nil && ctx.Err() == nil {
+			o.s.log.Warn("collecting a dependent whose owners are gone (tried again every second)", "resource", key.Resource, "namespace", key.Namespace, "name", key.Name, "err", err)
+		}
+		return done
+	})
 	go func() {
 		defer cancel()
 		// One read of the stored objects for the whole collector: the
@@ -123,7 +138,7 @@ func (o *orphans) handle(ctx context.Context, ev storage.Event) {
 			return
 		}
 		for _, key := range o.dependentsOf(obj.GetUID()) {
-			o.collectLogged(ctx, key)
+			o.attempts.add(key, struct{}{})
 		}
 		return
 	}
@@ -135,13 +150,7 @@ func (o *orphans) handle(ctx context.Context, ev storage.Event) {
 // an object whose owners are all missing from the start is deleted too.
 func (o *orphans) indexAndCollect(ctx context.Context, key storage.Key, data []byte) {
 	if o.index(key, data) {
-		o.collectLogged(ctx, key)
-	}
-}
-
-func (o *orphans) collectLogged(ctx context.Context, key storage.Key) {
-	if err := o.collect(ctx, key); err != nil && ctx.Err() == nil {
-		o.s.log.Warn("collecting a dependent whose owners are gone", "resource", key.Resource, "namespace", key.Namespace, "name", key.Name, "err", err)
+		o.attempts.add(key, struct{}{})
 	}
 }
 
@@ -190,90 +199,126 @@ func (o *orphans) dependentsOf(uid types.UID) []storage.Key {
 	return keys
 }
 
-// collect deletes the dependent at key if none of its owners is left, or
-// drops its references to the owners that are gone.
-func (o *orphans) collect(ctx context.Context, key storage.Key) error {
+// errUnresolvable is a reference kube's collector cannot resolve, and so
+// leaves alone: an owner of a kind or version kapi does not serve, or a
+// namespaced owner of a cluster-scoped dependent. (kube's retries a kind
+// its discovery may learn later; kapi gives up on the dependent until it
+// is written again.)
+var errUnresolvable = errors.New("the owner reference cannot be resolved")
+
+// attemptToDelete is kube's collector's attempt to delete the dependent at
+// key (attemptToDeleteItem), its owner references classified as
+//   - solid: the owner is there (not being deleted in the foreground);
+//   - dangling: no such owner (none by that name, or another uid);
+//   - waiting: the owner waits in the foreground for its dependents;
+//
+// then, with a solid owner, the dangling and waiting references are
+// removed and the dependent stays; else it is deleted: in the foreground
+// when an owner waits and it has dependents of its own, else as its own
+// finalizers ask (orphan, foregroundDeletion), else in the background. An
+// object being deleted is left to its deletion. done is false when the
+// attempt should be made again (an error: admission refused the write,
+// the store is full...).
+func (o *orphans) attemptToDelete(ctx context.Context, key storage.Key) (done bool, err error) {
 	res := o.s.resourceOf(key.Resource)
 	if res == nil {
-		return nil
+		return true, nil
 	}
 	obj, _, err := o.s.getObject(ctx, res, key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	var gone []types.UID
 	refs := obj.GetOwnerReferences()
+	if obj.GetDeletionTimestamp() != nil || len(refs) == 0 {
+		return true, nil
+	}
+	var solid, gone []types.UID
+	waiting := false
 	for _, ref := range refs {
-		present, err := o.ownerPresent(ctx, obj, ref)
-		if err != nil {
-			return err
-		}
-		if !present {
+		owner, err := o.resolveOwner(ctx, obj, ref)
+		switch {
+		case errors.Is(err, errUnresolvable):
+			return true, nil // the whole dependent is left alone, as kube's
+		case err != nil:
+			return false, err
+		case owner == nil: // dangling
 			gone = append(gone, ref.UID)
+		case owner.GetDeletionTimestamp() != nil && slices.Contains(owner.GetFinalizers(), metav1.FinalizerDeleteDependents):
+			gone = append(gone, ref.UID)
+			waiting = true
+		default:
+			solid = append(solid, ref.UID)
 		}
 	}
-	switch {
-	case len(gone) == 0:
-		return nil
-	case len(gone) == len(refs):
-		if obj.GetDeletionTimestamp() != nil {
-			return nil
+	if len(solid) > 0 {
+		if len(gone) == 0 {
+			return true, nil
 		}
-		// Through admission, as the collector's deletes are a client's.
-		background := metav1.DeletePropagationBackground
-		req := &resourceRequest{res: res, version: res.StorageVersion, namespace: key.Namespace, name: key.Name}
-		_, _, err := o.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &background})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
-	default:
-		return o.s.cascades.rewrite(ctx, res, key, func(obj *unstructured.Unstructured) bool {
+		err := o.s.cascades.rewrite(ctx, res, key, func(obj *unstructured.Unstructured) bool {
 			return dropOwnerReferences(obj, func(uid types.UID) bool { return slices.Contains(gone, uid) })
 		})
+		return err == nil, err
 	}
+	policy := metav1.DeletePropagationBackground
+	fins := obj.GetFinalizers()
+	switch {
+	case waiting && len(o.dependentsOf(obj.GetUID())) > 0:
+		policy = metav1.DeletePropagationForeground
+	case slices.Contains(fins, metav1.FinalizerOrphanDependents):
+		policy = metav1.DeletePropagationOrphan
+	case slices.Contains(fins, metav1.FinalizerDeleteDependents):
+		policy = metav1.DeletePropagationForeground
+	}
+	// Through admission, as the collector's deletes are a client's; with
+	// the uid as a precondition, as kube's.
+	uid := obj.GetUID()
+	req := &resourceRequest{res: res, version: res.StorageVersion, namespace: key.Namespace, name: key.Name}
+	_, _, err = o.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return true, nil // gone, or another object by that name now
+	}
+	return err == nil, err
 }
 
-// ownerPresent tells whether the owner ref names exists with its uid: in
-// the dependent's namespace if the owner's kind is namespaced. An owner of
-// a kind kapi does not serve, or a namespaced owner of a cluster-scoped
-// dependent, is taken as present (kube's collector leaves such
-// references unresolved).
-func (o *orphans) ownerPresent(ctx context.Context, dependent *unstructured.Unstructured, ref metav1.OwnerReference) (bool, error) {
+// resolveOwner returns the owner ref names, in the dependent's namespace
+// if the owner's kind is namespaced; nil when there is no such owner (none
+// by that name, or one with another uid).
+func (o *orphans) resolveOwner(ctx context.Context, dependent *unstructured.Unstructured, ref metav1.OwnerReference) (*unstructured.Unstructured, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return true, nil
+		return nil, errUnresolvable
 	}
 	var res *registry.Resource
 	for _, r := range o.s.reg.All() {
-		if r.Group == gv.Group && r.Kind == ref.Kind {
+		if r.Group == gv.Group && r.Kind == ref.Kind && slices.Contains(r.Versions, gv.Version) {
 			res = r
 			break
 		}
 	}
 	if res == nil {
-		return true, nil
+		return nil, errUnresolvable
 	}
 	namespace := ""
 	if res.Namespaced {
 		namespace = dependent.GetNamespace()
 		if namespace == "" {
-			// A cluster-scoped dependent's namespaced owner cannot be
-			// resolved: kube's collector never collects it.
-			return true, nil
+			return nil, errUnresolvable
 		}
 	}
 	owner, _, err := o.s.getObject(ctx, res, namespace, ref.Name)
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return owner.GetUID() == ref.UID, nil
+	if owner.GetUID() != ref.UID {
+		return nil, nil
+	}
+	return owner, nil
 }
 
 // resourceOf returns the served resource stored under storageResource
