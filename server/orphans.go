@@ -66,10 +66,16 @@ func newOrphans(s *Server) *orphans {
 // events until ctx ends.
 func (o *orphans) start(ctx context.Context) {
 	rev, cancel := o.s.store.SubscribeAt(o.observe)
+	failing := map[storage.Key]bool{} // logged once until an attempt succeeds
 	go o.attempts.run(ctx, func(ctx context.Context, key storage.Key, _ struct{}) bool {
 		done, err := o.attemptToDelete(ctx, key)
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !failing[key] {
 			o.s.log.Warn("collecting a dependent whose owners are gone (tried again every second)", "resource", key.Resource, "namespace", key.Namespace, "name", key.Name, "err", err)
+		}
+		if done {
+			delete(failing, key)
+		} else {
+			failing[key] = err != nil
 		}
 		return done
 	})
