@@ -375,6 +375,18 @@ webhooks:
 	if _, ok := applied.Labels["tier"]; ok || len(applied.Webhooks) != 1 || *applied.Webhooks[0].TimeoutSeconds != 20 {
 		t.Errorf("last-applied-configuration not updated to v2: %q", last)
 	}
+
+	// A manifest exported from the server (uid, resourceVersion...) then
+	// the clean one again: kubectl's three-way patch clears the uid, which
+	// kube-apiserver takes as the stored one.
+	exported := writeFile(t, "exported.yaml", k.mustKubectl(t, "get", res, name, "-o", "yaml"))
+	k.mustKubectl(t, "apply", "-f", exported)
+	if out, errOut, err := k.kubectl(t, "apply", "-f", f2); err != nil || !strings.Contains(out, name+" configured") {
+		t.Errorf("apply of the clean manifest after an exported one: %v %q %q, want configured", err, out, errOut)
+	}
+	if got := getVWC(t, k, name); got.UID != v.UID {
+		t.Errorf("uid after the applies: %s, want %s", got.UID, v.UID)
+	}
 }
 
 func TestKubectlServerSideApply(t *testing.T) {
@@ -810,6 +822,16 @@ func TestPatchErrors(t *testing.T) {
 		r := k.do(t, "PATCH", path+"?dryRun=All", []byte(p), jsonPatch)
 		if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"timeoutSeconds":5`) {
 			t.Errorf("passing test op: HTTP %d %.300s", r.Code, r.Body)
+		}
+	})
+
+	t.Run("JSON patch replace of a missing member", func(t *testing.T) {
+		// kube-apiserver's JSON patch (json-patch v4) replaces a member
+		// an object lacks as it adds one.
+		p := `[{"op":"replace","path":"/metadata/annotations","value":{"a":"b"}}]`
+		r := k.do(t, "PATCH", path+"?dryRun=All", []byte(p), jsonPatch)
+		if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"annotations":{"a":"b"}`) {
+			t.Errorf("replace of a missing member: HTTP %d %.300s, want 200 with it set", r.Code, r.Body)
 		}
 	})
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -233,9 +233,12 @@ func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *reso
 	if obj.GetName() != req.name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name))
 	}
-	if live != nil && obj.GetUID() != live.GetUID() {
+	if live != nil && obj.GetUID() != "" && obj.GetUID() != live.GetUID() {
 		// A patch carries no uid precondition: changing the uid is an
-		// invalid update, as kube-apiserver reports it.
+		// invalid update, as kube-apiserver reports it. (One that clears
+		// it keeps the stored one, as kube's update fills it in: kubectl
+		// apply's three-way patch clears it when the last applied
+		// configuration had one.)
 		return nil, apierrors.NewInvalid(req.res.GroupKind(), req.name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), obj.GetUID(), "field is immutable")})
 	}
 	return obj, nil

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/evanphx/json-patch/v5"
 	_ "github.com/go-chi/chi/v5"
 	_ "github.com/google/cel-go/cel"
 	_ "github.com/prometheus/client_golang/prometheus"
+	_ "gopkg.in/evanphx/json-patch.v4"
 	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
