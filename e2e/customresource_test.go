@@ -1439,6 +1439,10 @@ func TestCustomResourceBodyErrors(t *testing.T) {
 	r = k.do(t, "POST", path, []byte(noKind))
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
 		`the object provided is unrecognized (must be of type Gadget): Object 'Kind' is missing in '`+noKind+`' ({"apiVersion":"dyn.example.com ...)`)
+	// A patch that removes the kind is an invalid patch.
+	mustCode(t, "create", k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"kinded"}}`)), http.StatusCreated)
+	r = k.do(t, "PATCH", path+"/kinded", []byte(`{"kind":null}`), "Content-Type: application/merge-patch+json")
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `patch: Invalid value: "{\"apiVersion\":\"dyn.example.com/v1\"`, `Object 'Kind' is missing in '{"apiVersion":"dyn.example.com/v1"`)
 	r = k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"badmeta","labels":"x"}}`))
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
 		`Gadget in version "v1" cannot be handled as a Gadget: json: cannot unmarshal string into Go struct field ObjectMeta.labels of type map[string]string`)

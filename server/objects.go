@@ -197,6 +197,9 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	}
 	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}.String()
 	switch {
+	case req.res.Custom && obj.GetKind() == "" && req.isPatch:
+		// A patch that removed the kind: an invalid patch.
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote(), fmt.Sprintf("Object 'Kind' is missing in '%s'", body))})
 	case req.res.Custom && obj.GetKind() == "":
 		// kube-apiserver decodes a custom resource as unstructured,
 		// which needs its kind.
