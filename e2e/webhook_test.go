@@ -1574,3 +1574,48 @@ spec:
 		t.Errorf("created spec.mode %v, want auto", got)
 	}
 }
+
+// Admission sees kapi's controllers as kube's: the garbage collector's
+// deletes come from its service account, the namespace controller's from
+// its own.
+func TestWebhookSeesControllerIdentities(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	k := startMemKapi(t)
+	createGearCRD(t, k, false)
+	createVWC(t, k, hs, "who", vhook("who.example.com", hs.clientConfig("/who"), gearRule(opDelete)))
+	createNamespace(t, k, "doomed", nil)
+	gears := gearsPath("", "default")
+	r := k.do(t, "POST", gears, gearJSON("", "owner", nil, nil))
+	mustCode(t, "create the owner", r, http.StatusCreated)
+	owner := decodeObj(t, r)
+	dep := gearJSON("", "dependent", nil, nil)
+	var obj map[string]interface{}
+	if err := json.Unmarshal(dep, &obj); err != nil {
+		t.Fatal(err)
+	}
+	obj["metadata"].(map[string]interface{})["ownerReferences"] = []interface{}{map[string]interface{}{
+		"apiVersion": owner.GetAPIVersion(), "kind": owner.GetKind(), "name": owner.GetName(), "uid": string(owner.GetUID()),
+	}}
+	dep, _ = json.Marshal(obj)
+	mustCode(t, "create the dependent", k.do(t, "POST", gears, dep), http.StatusCreated)
+	mustCode(t, "create in doomed", k.do(t, "POST", gearsPath("", "doomed"), gearJSON("", "content", nil, nil)), http.StatusCreated)
+	mustCode(t, "delete the owner", k.do(t, "DELETE", gears+"/owner", nil), http.StatusOK)
+	mustCode(t, "delete the namespace", k.do(t, "DELETE", "/api/v1/namespaces/doomed", nil), http.StatusOK)
+	for _, c := range []struct{ name, user string }{
+		{"owner", "kubernetes-admin"},
+		{"dependent", "system:serviceaccount:kube-system:generic-garbage-collector"},
+		{"content", "system:serviceaccount:kube-system:namespace-controller"},
+	} {
+		eventually(t, 10*time.Second, "the webhook to see "+c.name+"'s deletion", func() (bool, error) {
+			calls := hs.callsTo("/who", c.name)
+			if len(calls) == 0 {
+				return false, nil
+			}
+			if got := calls[0].Request.UserInfo.Username; got != c.user {
+				t.Errorf("the deletion of %s came from %q, want %q", c.name, got, c.user)
+			}
+			return true, nil
+		})
+	}
+}

@@ -30,6 +30,20 @@ import (
 // identity of kapi's kubeconfig.
 var adminUser = &user.DefaultInfo{Name: "kubernetes-admin", Groups: []string{"system:masters", "system:authenticated"}}
 
+// The identities of the writes kapi's controllers make, as kube's make
+// them: kube-apiserver's own (its loopback client: CRD and policy status,
+// the initial namespaces), and kube-controller-manager's garbage collector
+// and namespace controller (with their service accounts' credentials).
+var (
+	apiserverUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.AllAuthenticated, user.SystemPrivilegedGroup}}
+	collectorUser = serviceAccountUser("generic-garbage-collector")
+	namespaceUser = serviceAccountUser("namespace-controller")
+)
+
+func serviceAccountUser(name string) *user.DefaultInfo {
+	return &user.DefaultInfo{Name: "system:serviceaccount:kube-system:" + name, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", user.AllAuthenticated}}
+}
+
 // admissionFeed hands the stored namespaces and webhook configurations to
 // the admission plugins' caches, in revision order, off the writer's path.
 type admissionFeed struct {
@@ -158,7 +172,7 @@ func (s *Server) admissionAttributes(req *resourceRequest, obj, old *unstructure
 		// then finds its labels).
 		namespace = name
 	}
-	return admission.NewAttributesRecord(o, oo, gvk, namespace, name, gvr, req.subresource, op, options, dryRun, adminUser)
+	return admission.NewAttributesRecord(o, oo, gvk, namespace, name, gvr, req.subresource, op, options, dryRun, req.actor())
 }
 
 // withWarnings lets a request's handlers and admission plugins add Warning

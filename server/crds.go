@@ -315,7 +315,7 @@ func (c *crdController) writeStatus(ctx context.Context, res *registry.Resource,
 		return err
 	}
 	want := &unstructured.Unstructured{Object: u}
-	req := &resourceRequest{res: res, version: "v1", name: crd.Name, subresource: "status"}
+	req := &resourceRequest{res: res, version: "v1", name: crd.Name, subresource: "status", user: apiserverUser}
 	_, err = c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		if current.GetResourceVersion() != want.GetResourceVersion() {
 			// Changed meanwhile: the next sync recomputes from it.

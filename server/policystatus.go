@@ -106,7 +106,7 @@ func (c *policyStatusController) sync(ctx context.Context, name string, force bo
 	}
 	// The status is applied, forced, by the controller's own field
 	// manager, as kube's controller applies it.
-	req := &resourceRequest{res: res, version: "v1", name: name, subresource: "status"}
+	req := &resourceRequest{res: res, version: "v1", name: name, subresource: "status", user: apiserverUser}
 	fm, err := c.s.fieldManagers.get(res, "v1", "status")
 	if err != nil {
 		return err

@@ -301,7 +301,7 @@ func (s *Server) admitScale(ctx context.Context, req *resourceRequest, obj, old 
 		options = req.options // the client's, as kube passes them
 	}
 	attributes := func(scale, old *unstructured.Unstructured) admission.Attributes {
-		return admission.NewAttributesRecord(scale, old, scaleGroupKind.WithVersion("v1"), req.namespace, req.name, gvr, "scale", admission.Update, options, dryRun, adminUser)
+		return admission.NewAttributesRecord(scale, old, scaleGroupKind.WithVersion("v1"), req.namespace, req.name, gvr, "scale", admission.Update, options, dryRun, req.actor())
 	}
 	// The validating webhooks see Scales made from the custom resource
 	// before and after the write, as kube's scale storage makes them.

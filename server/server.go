@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
@@ -276,6 +277,17 @@ type resourceRequest struct {
 	// scales are the Scales a /scale write's mutating webhooks see: the
 	// client's (after its field manager) and the current one.
 	scales *scaleWrite
+	// user is who admission sees making the request: kapi's own
+	// controllers are who kube's are (nil: a client, adminUser).
+	user user.Info
+}
+
+// actor is who admission sees making req.
+func (req *resourceRequest) actor() user.Info {
+	if req.user != nil {
+		return req.user
+	}
+	return adminUser
 }
 
 // parseResourcePath parses [watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]].
@@ -441,7 +453,7 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 		obj.SetAPIVersion("v1")
 		obj.SetKind("Namespace")
 		obj.SetName(name)
-		_, err := s.createObject(ctx, &resourceRequest{res: res, version: "v1"}, obj, false, "kube-apiserver")
+		_, err := s.createObject(ctx, &resourceRequest{res: res, version: "v1", user: apiserverUser}, obj, false, "kube-apiserver")
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
