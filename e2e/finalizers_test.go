@@ -340,6 +340,13 @@ func TestNamespaceDeletion(t *testing.T) {
 		t.Errorf("labels %v", created.Labels)
 	}
 
+	// A watcher sees what kube's namespace controller writes: the
+	// deletion conditions on their own, then the namespace gone.
+	w, err := c.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=doomed", ResourceVersion: created.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	// DELETE answers the namespace, now Terminating.
 	r := k.do(t, "DELETE", "/api/v1/namespaces/doomed", nil)
 	if r.Code != http.StatusOK && r.Code != http.StatusAccepted {
@@ -356,6 +363,17 @@ func TestNamespaceDeletion(t *testing.T) {
 		_, err := c.Get(ctx, "doomed", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
+	var seen []string
+	for ev := range w.ResultChan() {
+		ns := ev.Object.(*corev1.Namespace)
+		seen = append(seen, fmt.Sprintf("%s conditions=%d", ev.Type, len(ns.Status.Conditions)))
+		if ev.Type == watch.Deleted {
+			break
+		}
+	}
+	if want := []string{"MODIFIED conditions=0", "MODIFIED conditions=5", "DELETED conditions=5"}; !reflect.DeepEqual(seen, want) {
+		t.Errorf("watch of a namespace's deletion: %v, want %v", seen, want)
+	}
 
 	// With a metadata finalizer, the namespace stays Terminating until it
 	// is removed.

@@ -98,11 +98,18 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		if err != nil {
 			return false, err
 		}
-		if contents.remaining() {
-			if changed {
-				_, err = f.s.store.Update(ctx, storageKey(res, "", name), rev, encoder(obj))
+		// As kube's namespace controller: changed conditions are written
+		// on their own (its UpdateStatus), before the namespace is
+		// finalized (watchers see them in a MODIFIED event).
+		if changed {
+			stored, err := f.s.store.Update(ctx, storageKey(res, "", name), rev, encoder(obj))
+			if err != nil {
+				return false, err
 			}
-			return false, err
+			rev = stored.Rev
+		}
+		if contents.remaining() {
+			return false, nil
 		}
 		fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
 		fins = withoutFinalizer(fins, builtin.FinalizerKubernetes)
