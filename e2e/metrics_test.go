@@ -36,11 +36,14 @@ func TestMetricsAndHealth(t *testing.T) {
 	w.Stop()
 	body := string(k.do(t, "GET", "/metrics", nil).Body)
 	for _, want := range []string{
-		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="POST",version="v1beta2"} 3`,
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="resource",subresource="",verb="POST",version="v1beta2"} 3`,
 		`apiserver_request_total{code="404",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="resource",subresource="",verb="GET",version="v1beta2"} 1`,
 		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="LIST",version="v1beta2"} 1`,
 		`apiserver_storage_objects{resource="deviceclasses.resource.k8s.io"} 3`,
-		`apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="POST",version="v1beta2"} 3`,
+		`apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="resource",subresource="",verb="POST",version="v1beta2"} 3`,
+		// What kube-apiserver's SLO rules and dashboards read.
+		`apiserver_request_sli_duration_seconds_count{component="apiserver",group="resource.k8s.io",resource="deviceclasses",scope="resource",subresource="",verb="POST",version="v1beta2"} 3`,
+		`apiserver_response_sizes_count{component="apiserver",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="LIST",version="v1beta2"} 1`,
 		`apiserver_watch_events_total{group="resource.k8s.io",kind="DeviceClass",version="v1beta2"} 3`,
 		"kapi_storage_commit_duration_seconds_count",
 		"kapi_storage_db_size_bytes",

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
+	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // limitInflight bounds the requests served at once, as kube-apiserver's
@@ -21,14 +23,28 @@ func (s *Server) limitInflight(next http.Handler) http.Handler {
 			return
 		}
 		slots := readOnly
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		isMutating := r.Method != http.MethodGet && r.Method != http.MethodHead
+		if isMutating {
 			slots = mutating
+		}
+		// apiserver_current_inflight_requests: the requests served now
+		// (kube's gauge, fed as its filter feeds it).
+		inflight := func() {
+			apimetrics.UpdateInflightRequestMetrics(apimetrics.ExecutingPhase, len(readOnly), len(mutating))
 		}
 		select {
 		case slots <- struct{}{}:
-			defer func() { <-slots }()
+			inflight()
+			defer func() {
+				<-slots
+				inflight()
+			}()
 			next.ServeHTTP(w, r)
 		default:
+			// Counted as kube-apiserver counts it (apiserver_request_total
+			// with code 429, apiserver_dropped_requests).
+			ri, _ := request.RequestInfoFrom(r.Context())
+			apimetrics.RecordDroppedRequest(r, ri, apimetrics.APIServerComponent, isMutating)
 			// kube-apiserver's answer, word for word: plain text, not a
 			// Status (clients read the code and Retry-After).
 			w.Header().Set("Retry-After", "1")

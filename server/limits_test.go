@@ -14,6 +14,8 @@ import (
 // once; a watch is not counted; once the slot frees, requests pass again.
 func TestInflightLimit(t *testing.T) {
 	ts := newTestServerWith(t, Options{MaxRequestsInflight: 1})
+	const dropped = `apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="namespaces",scope="cluster",subresource="",verb="LIST",version="v1"}`
+	_, metricsBefore := call(t, ts, "GET", "/metrics", "", "")
 	// A list for a resourceVersion the store has not reached holds its
 	// slot for a few seconds.
 	held := make(chan int, 1)
@@ -63,6 +65,11 @@ func TestInflightLimit(t *testing.T) {
 	}
 	if code, _ := call(t, ts, "GET", "/api/v1/namespaces", "", ""); code != http.StatusOK {
 		t.Errorf("after the slot freed: %d", code)
+	}
+	// Counted as kube-apiserver counts a request it drops.
+	_, metricsAfter := call(t, ts, "GET", "/metrics", "", "")
+	if grew := metricValues(metricsAfter)[dropped] - metricValues(metricsBefore)[dropped]; grew < 1 {
+		t.Errorf("%s grew by %v, want the 429s counted", dropped, grew)
 	}
 }
 

@@ -3,55 +3,38 @@ package server
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/util/sets"
+	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kapi-dev/kapi/storage"
 )
 
-// Metrics are kapi's Prometheus metrics, under kube-apiserver's names
-// where one exists.
+// Metrics are kapi's Prometheus metrics: kube-apiserver's own, recorded
+// through its metrics package (k8s.io/apiserver/pkg/endpoints/metrics:
+// apiserver_request_total, _duration_seconds, _sli_duration_seconds,
+// response sizes, dropped and terminated requests, inflight and
+// long-running requests, watch events, deprecated APIs requested), which
+// keeps them in the Kubernetes libraries' registry with the admission
+// plugins', CRD conversion's, Go's and the process's; and kapi's storage
+// figures in a registry of the server's own.
 type Metrics struct {
-	registry    *prometheus.Registry
-	requests    *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	longRunning *prometheus.GaugeVec
-	inflight    *prometheus.GaugeVec
-	watchEvents *prometheus.CounterVec
-	commit      prometheus.Histogram
-	compaction  prometheus.Histogram
+	registry   *prometheus.Registry
+	commit     prometheus.Histogram
+	compaction prometheus.Histogram
 }
 
-// NewMetrics registers kapi's metrics.
+// NewMetrics registers kapi's metrics (kube-apiserver's once per process).
 func NewMetrics() *Metrics {
+	apimetrics.Register()
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apiserver_request_total",
-			Help: "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
-		}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "apiserver_request_duration_seconds",
-			Help:    "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
-			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
-		}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}),
-		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "apiserver_longrunning_requests",
-			Help: "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component.",
-		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
-		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "apiserver_current_inflight_requests",
-			Help: "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
-		}, []string{"request_kind"}),
-		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apiserver_watch_events_total",
-			Help: "Number of events sent in watch clients",
-		}, []string{"group", "version", "kind"}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "kapi_storage_commit_duration_seconds",
 			Help:    "Time a write takes to commit to SQLite (one transaction, changelog row and object).",
@@ -63,9 +46,7 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 	}
-	// Go and process metrics come with the Kubernetes libraries' registry
-	// (see handler).
-	m.registry.MustRegister(m.requests, m.duration, m.longRunning, m.inflight, m.watchEvents, m.commit, m.compaction)
+	m.registry.MustRegister(m.commit, m.compaction)
 	return m
 }
 
@@ -111,10 +92,14 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(changelogDesc, prometheus.GaugeValue, float64(st.ChangelogRows))
 }
 
-// requestInfo is what the handlers learn about a request, for its metrics.
+// requestInfo is what the handlers learn about a resource request, for
+// its metrics (kube-apiserver's installer knows it per route).
 type requestInfo struct {
-	verb, group, version, resource, subresource, scope string
-	dryRun                                             bool
+	verb, group, version, resource, subresource string
+	// deprecated: the request's version is; removedRelease is the release
+	// that removes it, for a built-in kind.
+	deprecated     bool
+	removedRelease string
 }
 
 type requestInfoKey struct{}
@@ -127,28 +112,27 @@ func noteRequest(r *http.Request, req *resourceRequest, verb string) {
 	}
 	info.verb, info.group, info.version = verb, req.res.Group, req.version
 	info.resource, info.subresource = req.res.Plural, req.subresource
-	switch {
-	case req.name != "":
-		info.scope = "resource"
-	case req.namespace != "":
-		info.scope = "namespace"
-	default:
-		info.scope = "cluster"
-	}
-	info.dryRun = r.URL.Query().Get("dryRun") != ""
+	_, info.deprecated = req.res.DeprecationWarnings[req.version]
+	info.removedRelease = req.res.RemovedReleases[req.version]
 }
 
-// instrument counts and times every API request.
+// requestInfoFactory reads a request's path as kube-apiserver does, for
+// its metrics' labels.
+var requestInfoFactory = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+// instrument counts and times every API request with kube-apiserver's
+// metrics: it gives the request kube's RequestInfo (read from the path)
+// and latency trackers (the admission webhooks record their time in them,
+// which the SLI latency leaves out).
 func (m *Metrics) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := "readOnly"
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			kind = "mutating"
+		ri, err := requestInfoFactory.NewRequestInfo(r)
+		if err != nil {
+			ri = &request.RequestInfo{Verb: strings.ToLower(r.Method), Path: r.URL.Path}
 		}
-		m.inflight.WithLabelValues(kind).Inc()
-		defer m.inflight.WithLabelValues(kind).Dec()
 		info := &requestInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+		ctx := request.WithLatencyTrackers(request.WithRequestInfo(r.Context(), ri))
+		r = r.WithContext(context.WithValue(ctx, requestInfoKey{}, info))
 		rec, ok := w.(*statusRecorder)
 		if !ok {
 			rec = &statusRecorder{ResponseWriter: w, code: http.StatusOK}
@@ -158,26 +142,9 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 		if info.verb == "" {
 			return
 		}
-		dry := ""
-		if info.dryRun {
-			dry = "All"
-		}
-		m.requests.WithLabelValues(info.verb, dry, info.group, info.version, info.resource, info.subresource, info.scope, "apiserver", strconv.Itoa(rec.code)).Inc()
-		if info.verb != "WATCH" {
-			m.duration.WithLabelValues(info.verb, dry, info.group, info.version, info.resource, info.subresource, info.scope, "apiserver").Observe(time.Since(start).Seconds())
-		}
+		apimetrics.MonitorRequest(r, info.verb, info.group, info.version, info.resource, info.subresource, apimetrics.CleanScope(ri),
+			apimetrics.APIServerComponent, info.deprecated, info.removedRelease, rec.code, rec.size, time.Since(start))
 	})
-}
-
-// longRunning counts an active watch until done is called.
-func (m *Metrics) watchStarted(req *resourceRequest) (done func()) {
-	scope := "cluster"
-	if req.namespace != "" {
-		scope = "namespace"
-	}
-	g := m.longRunning.WithLabelValues("WATCH", req.res.Group, req.version, req.res.Plural, req.subresource, scope, "apiserver")
-	g.Inc()
-	return g.Dec
 }
 
 // handler serves kapi's metrics together with those the Kubernetes

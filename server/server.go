@@ -26,6 +26,8 @@ import (
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
+	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/kapi-dev/kapi/admission"
@@ -395,7 +397,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 	}
 	switch {
 	case r.Method == http.MethodGet && isWatch:
-		s.watch(w, r, req)
+		// apiserver_longrunning_requests counts it while it lasts.
+		ri, _ := request.RequestInfoFrom(r.Context())
+		apimetrics.RecordLongRunning(r, ri, apimetrics.APIServerComponent, func() { s.watch(w, r, req) })
 	case r.Method == http.MethodGet && req.name != "":
 		s.get(w, r, req)
 	case r.Method == http.MethodGet:
@@ -461,10 +465,18 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// statusRecorder remembers the status code a handler wrote.
+// statusRecorder remembers the status code a handler wrote, and the size
+// of its body.
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
+	size int
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.size += n
+	return n, err
 }
 
 func (w *statusRecorder) WriteHeader(code int) {

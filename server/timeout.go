@@ -9,6 +9,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
+	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // limitDuration gives every request that ends (not a watch) a deadline, as
@@ -131,6 +133,9 @@ func (tw *timeoutWriter) expireLocked() {
 		return
 	}
 	tw.expired = true
+	// apiserver_request_terminations_total, as kube's timeout filter.
+	ri, _ := request.RequestInfoFrom(tw.r.Context())
+	apimetrics.RecordRequestTermination(tw.r, ri, apimetrics.APIServerComponent, http.StatusGatewayTimeout)
 	writeError(tw.w, tw.r, apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0))
 	if f, ok := tw.w.(http.Flusher); ok {
 		f.Flush()

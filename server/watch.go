@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -22,6 +21,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
+	compbasemetrics "k8s.io/component-base/metrics"
 
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
@@ -151,7 +152,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	}()
 	defer func() { close(done); <-unblocked }()
 
-	defer s.opts.Metrics.watchStarted(req)()
 	ww := newWatchWriter(s, w, r, flusher, req, out, sel)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -343,13 +343,13 @@ type watchWriter struct {
 	buf []byte
 	// sent counts the events sent: the watch events metric of the
 	// watch's group, version and kind, looked up at the first event.
-	sent prometheus.Counter
+	sent compbasemetrics.CounterMetric
 }
 
 // countEvent counts one event sent to the client.
 func (ww *watchWriter) countEvent() {
 	if ww.sent == nil {
-		ww.sent = ww.s.opts.Metrics.watchEvents.WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind)
+		ww.sent = apimetrics.WatchEvents.WithContext(ww.r.Context()).WithLabelValues(ww.req.res.Group, ww.req.version, ww.req.res.Kind)
 	}
 	ww.sent.Inc()
 }

@@ -93,6 +93,10 @@ func Register(reg *registry.Registry) {
 				}
 				obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: r.Group, Version: version, Kind: r.Kind})
 				r.DeprecationWarnings[version] = deprecation.WarningMessage(obj)
+				if r.RemovedReleases == nil {
+					r.RemovedReleases = map[string]string{}
+				}
+				r.RemovedReleases[version] = deprecation.RemovedRelease(obj)
 			}
 		}
 		reg.Add(r)

@@ -171,6 +171,9 @@ type Resource struct {
 	// DeprecationWarnings holds, per deprecated version, the Warning sent
 	// with every request through it.
 	DeprecationWarnings map[string]string
+	// RemovedReleases holds, per deprecated built-in version, the release
+	// that removes it (the apiserver_requested_deprecated_apis metric's).
+	RemovedReleases map[string]string
 	// NoDeleteCollection is true for resources without deletecollection
 	// (namespaces).
 	NoDeleteCollection bool
