@@ -76,4 +76,15 @@ func TestMetricsAndHealth(t *testing.T) {
 	if r := k.do(t, "GET", "/livez/no-such-check", nil); r.Code != 404 {
 		t.Errorf("/livez/no-such-check: %d", r.Code)
 	}
+	// As kube-apiserver's health endpoints: any method (load balancers
+	// probe with HEAD), kube's own checks and the shutdown check, no
+	// trailing slash; and its profiling routes, without cmdline.
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{{"HEAD", "/readyz", 200}, {"POST", "/healthz", 200}, {"GET", "/readyz/", 404}, {"GET", "/readyz/shutdown", 200}, {"GET", "/livez/log", 200}, {"GET", "/debug/pprof/cmdline", 404}} {
+		if r := k.do(t, c.method, c.path, nil); r.Code != c.code {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, r.Code, c.code)
+		}
+	}
 }

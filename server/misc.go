@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"strconv"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -15,9 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/server/healthz"
 
 	"github.com/kapi-dev/kapi/admission"
 	"github.com/kapi-dev/kapi/server/registry"
@@ -44,80 +42,27 @@ func versionInfo() *version.Info {
 	}
 }
 
-// serveHealth answers /healthz, /livez and /readyz (and a named check
-// below them) as kube-apiserver does: "ok", or with ?verbose one line per
-// check.
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	checks := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
-		{"ping", func(context.Context) error { return nil }},
-		{"database", func(ctx context.Context) error {
-			_, err := s.store.CompactedRev(ctx)
+// healthChecks are kapi's checks for /healthz, /livez and /readyz, which
+// kube-apiserver's healthz package serves ("ok", or with ?verbose one line
+// per check; ?exclude=; one check at /<path>/<check>): kube's ping and log,
+// the database, and the start-up of the controllers and caches.
+func (s *Server) healthChecks() []healthz.HealthChecker {
+	started := func(*http.Request) error {
+		if !s.started.Load() {
+			return errors.New("not started")
+		}
+		return nil
+	}
+	return []healthz.HealthChecker{
+		healthz.PingHealthz,
+		healthz.LogHealthz,
+		healthz.NamedCheck("database", func(r *http.Request) error {
+			_, err := s.store.CompactedRev(r.Context())
 			return err
-		}},
-		{"poststarthook/crd-controller", func(context.Context) error {
-			if !s.started.Load() {
-				return errors.New("not started")
-			}
-			return nil
-		}},
-		{"poststarthook/admission-caches", func(context.Context) error {
-			if !s.started.Load() {
-				return errors.New("not started")
-			}
-			return nil
-		}},
+		}),
+		healthz.NamedCheck("poststarthook/crd-controller", started),
+		healthz.NamedCheck("poststarthook/admission-caches", started),
 	}
-	only := chiParam(r, "*")
-	// ?exclude=<check> (repeatable) skips a check, as kube-apiserver's.
-	excluded := sets.New(r.URL.Query()["exclude"]...)
-	var b strings.Builder
-	failed := false
-	found := only == ""
-	for _, c := range checks {
-		if only != "" && c.name != only {
-			continue
-		}
-		found = true
-		if only == "" && excluded.Has(c.name) {
-			excluded.Delete(c.name)
-			fmt.Fprintf(&b, "[+]%s excluded: ok\n", c.name)
-			continue
-		}
-		if err := c.fn(r.Context()); err != nil {
-			failed = true
-			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.name)
-			s.log.Warn("health check failed", "check", c.name, "err", err)
-		} else {
-			fmt.Fprintf(&b, "[+]%s ok\n", c.name)
-		}
-	}
-	if !found {
-		writeError(w, r, notFoundPath(r))
-		return
-	}
-	if only == "" && excluded.Len() > 0 {
-		quoted := make([]string, 0, excluded.Len())
-		for _, name := range sets.List(excluded) {
-			quoted = append(quoted, strconv.Quote(name))
-		}
-		fmt.Fprintf(&b, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(quoted, ","))
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	path := strings.Trim(strings.Split(r.URL.Path, "/")[1], "/")
-	if failed {
-		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "%s%s check failed\n", b.String(), path)
-		return
-	}
-	if _, verbose := r.URL.Query()["verbose"]; verbose {
-		fmt.Fprintf(w, "%s%s check passed\n", b.String(), path)
-		return
-	}
-	fmt.Fprint(w, "ok")
 }
 
 // admitNamespace runs the namespace lifecycle check of a create.

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
@@ -173,13 +174,15 @@ func (s *Server) Handler() http.Handler {
 	r.Use(commonHeaders, s.logRequests, s.recoverPanics, s.opts.Metrics.instrument, s.limitInflight, s.limitDuration)
 	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store))
 	r.Get("/version", s.serveVersion)
-	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
-		r.Get(p, s.serveHealth)
-		r.Get(p+"/*", s.serveHealth)
-	}
+	// As kube-apiserver: any method; /readyz fails once shutdown begins.
+	healthz.InstallHandler(r, s.healthChecks()...)
+	healthz.InstallLivezHandler(r, s.healthChecks()...)
+	healthz.InstallReadyzHandler(r, append(s.healthChecks(), healthz.NewShutdownHealthz(s.stopping))...)
 	if s.opts.Profiling {
+		// kube-apiserver's routes: no cmdline (it would show the command
+		// line), and /debug/pprof redirected to the index.
+		r.Handle("/debug/pprof", http.RedirectHandler("/debug/pprof/", http.StatusFound))
 		r.HandleFunc("/debug/pprof/*", pprof.Index)
-		r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
