@@ -27,8 +27,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
-	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server/healthz"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/kapi-dev/kapi/admission"
