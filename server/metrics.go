@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
 )
 
@@ -58,7 +59,10 @@ func (m *Metrics) StorageHooks(opts storage.Options) storage.Options {
 }
 
 // storeCollector reads the store's figures at scrape time.
-type storeCollector struct{ store *storage.Store }
+type storeCollector struct {
+	store *storage.Store
+	reg   *registry.Registry
+}
 
 var (
 	objectsDesc   = prometheus.NewDesc("apiserver_storage_objects", "Number of stored objects at the time of last check split by kind.", []string{"resource"}, nil)
@@ -79,14 +83,10 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for resource, n := range st.Objects {
-		// kube-apiserver names the resource "<plural>.<group>".
-		group, plural, _ := strings.Cut(resource, "/")
-		name := plural
-		if group != "" {
-			name += "." + group
-		}
-		ch <- prometheus.MustNewConstMetric(objectsDesc, prometheus.GaugeValue, float64(n), name)
+	// Every served resource, 0 when it has no object, as kube-apiserver
+	// reports its storages (named "<plural>.<group>").
+	for _, res := range c.reg.All() {
+		ch <- prometheus.MustNewConstMetric(objectsDesc, prometheus.GaugeValue, float64(st.Objects[res.StorageResource()]), res.GroupResource().String())
 	}
 	ch <- prometheus.MustNewConstMetric(sizeDesc, prometheus.GaugeValue, float64(st.SizeBytes))
 	ch <- prometheus.MustNewConstMetric(changelogDesc, prometheus.GaugeValue, float64(st.ChangelogRows))
@@ -151,7 +151,7 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 // libraries record in their own registry: the admission plugins'
 // (apiserver_admission_webhook_*, apiserver_validating_admission_policy_*),
 // CRD conversion's, and Go's and the process's.
-func (m *Metrics) handler(store *storage.Store) http.Handler {
-	m.registry.MustRegister(storeCollector{store})
+func (m *Metrics) handler(store *storage.Store, reg *registry.Registry) http.Handler {
+	m.registry.MustRegister(storeCollector{store, reg})
 	return promhttp.HandlerFor(prometheus.Gatherers{m.registry, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{})
 }

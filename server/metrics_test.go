@@ -80,6 +80,7 @@ func TestMetricsCountRequests(t *testing.T) {
 	for _, sample := range []string{
 		`apiserver_storage_objects{resource="validatingwebhookconfigurations.admissionregistration.k8s.io"} 1`,
 		`apiserver_storage_objects{resource="namespaces"} 4`,
+		`apiserver_storage_objects{resource="mutatingwebhookconfigurations.admissionregistration.k8s.io"} 0`,
 		"kapi_storage_commit_duration_seconds_count",
 		"go_goroutines",
 	} {

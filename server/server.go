@@ -172,7 +172,7 @@ func (s *Server) BeginShutdown() {
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(commonHeaders, s.logRequests, s.recoverPanics, s.opts.Metrics.instrument, s.limitInflight, s.limitDuration)
-	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store))
+	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store, s.reg))
 	r.Get("/version", s.serveVersion)
 	// As kube-apiserver: any method; /readyz fails once shutdown begins.
 	healthz.InstallHandler(r, s.healthChecks()...)
