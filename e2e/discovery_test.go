@@ -295,6 +295,9 @@ func TestDiscovery(t *testing.T) {
 			v.EmulationMajor != "1" || v.EmulationMinor != "33" || v.MinCompatibilityMajor != "1" || v.MinCompatibilityMinor != "32" {
 			t.Errorf("/version: %+v", v)
 		}
+		if _, err := time.Parse(time.RFC3339, v.BuildDate); err != nil {
+			t.Errorf("/version buildDate %q is not a time, as kube-apiserver's always is: %v", v.BuildDate, err)
+		}
 		sv, err := k.Client.Discovery().ServerVersion()
 		if err != nil || sv.Major != "1" || sv.Minor != "33" {
 			t.Errorf("ServerVersion: %v %+v", err, sv)

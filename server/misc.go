@@ -22,7 +22,7 @@ import (
 )
 
 func versionInfo() *version.Info {
-	return &version.Info{
+	info := &version.Info{
 		Major: "1",
 		Minor: "33",
 		// As kube-apiserver 1.33 reports them: it emulates its own version
@@ -36,10 +36,14 @@ func versionInfo() *version.Info {
 		// (">= 1.25.0") would refuse it.
 		GitVersion:   KubernetesVersion + "+kapi",
 		GitTreeState: "clean",
-		GoVersion:    runtime.Version(),
-		Compiler:     runtime.Compiler,
-		Platform:     runtime.GOOS + "/" + runtime.GOARCH,
+		// kube's value for a binary built without a date stamped in (a
+		// client parsing it as a time gets one).
+		BuildDate: "1970-01-01T00:00:00Z",
+		GoVersion: runtime.Version(),
+		Compiler:  runtime.Compiler,
+		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
 	}
+	return info
 }
 
 // healthChecks are kapi's checks for /healthz, /livez and /readyz, which
