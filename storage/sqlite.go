@@ -216,6 +216,9 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 	if opts.Path == "" {
 		return nil, errors.New("storage: no database path")
 	}
+	if err := checkOwnDatabase(ctx, opts.Path); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	// A new database gets 8 KiB pages: they hold five ~1.5 KiB objects
@@ -300,6 +303,30 @@ func openSQLite(ctx context.Context, opts Options) (*sqliteDB, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkOwnDatabase refuses an existing database file that is not kapi's:
+// another program's SQLite database (tables, but no schema_migrations),
+// which opening it would change for good (WAL mode, kapi's tables). It is
+// read through a read-only connection, before anything writes.
+func checkOwnDatabase(ctx context.Context, path string) error {
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		return nil // a new database
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var tables, ours int
+	err = db.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(CASE WHEN name = 'schema_migrations' THEN 1 END) FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &ours)
+	if err != nil {
+		return fmt.Errorf("storage: %s cannot be read as a SQLite database: %w", path, err)
+	}
+	if tables > 0 && ours == 0 {
+		return fmt.Errorf("storage: %s is not kapi's database (it has %d tables and none of kapi's): refusing to change it", path, tables)
+	}
+	return nil
 }
 
 // schemaCurrent tells whether db's schema is the newest migration's.

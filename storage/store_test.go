@@ -1,8 +1,13 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -401,4 +406,33 @@ func TestRevAt(t *testing.T) {
 			t.Errorf("RevAt(now) = %d, %v; want %d", rev, err, o.Rev)
 		}
 	})
+}
+
+// A database file of another program is refused, and left as it was.
+func TestOpenRefusesForeignDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kapi.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(context.Background(), Options{Path: path}); err == nil {
+		s.Close()
+		t.Fatal("opening another program's database succeeded, want it refused")
+	} else if !strings.Contains(err.Error(), "is not kapi's database") {
+		t.Errorf("error %q, want it to say the database is not kapi's", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("the refused database file changed")
+	}
+	if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
+		t.Errorf("the refused database got a WAL file (%v)", err)
+	}
 }
