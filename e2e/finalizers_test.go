@@ -543,6 +543,11 @@ func TestDeleteCollectionAnswer(t *testing.T) {
 	if _, err := dcs.Get(ctx, "c.example.com", metav1.GetOptions{}); err != nil {
 		t.Errorf("c.example.com (not in the page): %v, want it still there", err)
 	}
+	// ignoreStoreReadErrorWithClusterBreakingPotential is dropped before
+	// validation, as by kube-apiserver 1.33 (its feature off): with dryRun
+	// it is no invalid combination.
+	r = k.do(t, "DELETE", collectionPath(gvrDevClasses)+"/c.example.com", []byte(`{"ignoreStoreReadErrorWithClusterBreakingPotential":true,"dryRun":["All"]}`))
+	mustCode(t, "dry-run delete with ignoreStoreReadErrorWithClusterBreakingPotential", r, http.StatusOK)
 	// A ?watch= is read as a list option and otherwise ignored, as by
 	// kube-apiserver: the rest is deleted.
 	r = k.do(t, "DELETE", collectionPath(gvrDevClasses)+"?labelSelector=grp%3D1&watch=true", nil)

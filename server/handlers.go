@@ -1059,6 +1059,9 @@ func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	// As kube-apiserver 1.33, whose AllowUnsafeMalformedObjectDeletion
+	// feature is off: the option is dropped before anything reads it.
+	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
