@@ -1583,7 +1583,30 @@ func TestWebhookSeesControllerIdentities(t *testing.T) {
 	hs := startHookServer(t, "localhost")
 	k := startMemKapi(t)
 	createGearCRD(t, k, false)
-	createVWC(t, k, hs, "who", vhook("who.example.com", hs.clientConfig("/who"), gearRule(opDelete)))
+	// Cogs are stored as v1beta1; discovery prefers v1, which the
+	// collector goes through, as kube's: an Exact v1 webhook sees it.
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: cogs.hooks.example.com
+spec:
+  group: hooks.example.com
+  scope: Namespaced
+  names: {plural: cogs, singular: cog, kind: Cog}
+  versions:
+  - name: v1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+  - name: v1beta1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`))
+	exact := admissionregistrationv1.Exact
+	cogHook := vhook("cogs.example.com", hs.clientConfig("/cogs"), rule("hooks.example.com", "v1", "cogs", opDelete))
+	cogHook.MatchPolicy = &exact
+	createVWC(t, k, hs, "who", vhook("who.example.com", hs.clientConfig("/who"), gearRule(opDelete)), cogHook)
 	createNamespace(t, k, "doomed", nil)
 	gears := gearsPath("", "default")
 	r := k.do(t, "POST", gears, gearJSON("", "owner", nil, nil))
@@ -1600,20 +1623,28 @@ func TestWebhookSeesControllerIdentities(t *testing.T) {
 	dep, _ = json.Marshal(obj)
 	mustCode(t, "create the dependent", k.do(t, "POST", gears, dep), http.StatusCreated)
 	mustCode(t, "create in doomed", k.do(t, "POST", gearsPath("", "doomed"), gearJSON("", "content", nil, nil)), http.StatusCreated)
+	cog := fmt.Sprintf(`{"apiVersion":"hooks.example.com/v1beta1","kind":"Cog","metadata":{"name":"cog","ownerReferences":[{"apiVersion":"%s","kind":"%s","name":"owner","uid":"%s"}]}}`,
+		owner.GetAPIVersion(), owner.GetKind(), owner.GetUID())
+	mustCode(t, "create the cog", k.do(t, "POST", "/apis/hooks.example.com/v1beta1/namespaces/default/cogs", []byte(cog)), http.StatusCreated)
 	mustCode(t, "delete the owner", k.do(t, "DELETE", gears+"/owner", nil), http.StatusOK)
 	mustCode(t, "delete the namespace", k.do(t, "DELETE", "/api/v1/namespaces/doomed", nil), http.StatusOK)
-	for _, c := range []struct{ name, user string }{
-		{"owner", "kubernetes-admin"},
-		{"dependent", "system:serviceaccount:kube-system:generic-garbage-collector"},
-		{"content", "system:serviceaccount:kube-system:namespace-controller"},
+	for _, c := range []struct{ path, name, user, requestName string }{
+		{"/who", "owner", "kubernetes-admin", "owner"},
+		{"/who", "dependent", "system:serviceaccount:kube-system:generic-garbage-collector", "dependent"},
+		{"/cogs", "cog", "system:serviceaccount:kube-system:generic-garbage-collector", "cog"},
+		// The namespace controller deletes by collection: unnamed.
+		{"/who", "content", "system:serviceaccount:kube-system:namespace-controller", ""},
 	} {
 		eventually(t, 10*time.Second, "the webhook to see "+c.name+"'s deletion", func() (bool, error) {
-			calls := hs.callsTo("/who", c.name)
+			calls := hs.callsTo(c.path, c.name)
 			if len(calls) == 0 {
 				return false, nil
 			}
 			if got := calls[0].Request.UserInfo.Username; got != c.user {
 				t.Errorf("the deletion of %s came from %q, want %q", c.name, got, c.user)
+			}
+			if got := calls[0].Request.Name; got != c.requestName {
+				t.Errorf("the deletion of %s was named %q to admission, want %q", c.name, got, c.requestName)
 			}
 			return true, nil
 		})

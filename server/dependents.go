@@ -222,7 +222,9 @@ func (c *cascades) removeFinalizer(ctx context.Context, res *registry.Resource, 
 // validation, and a managedFields entry of its manager; an object marked
 // for deletion that is left without finalizers is deleted.
 func (c *cascades) rewrite(ctx context.Context, res *registry.Resource, key storage.Key, change func(*unstructured.Unstructured) bool) error {
-	req := &resourceRequest{res: res, version: res.StorageVersion, namespace: key.Namespace, name: key.Name, user: collectorUser}
+	// Through the preferred version, as kube's collector reads and writes
+	// objects through discovery's preferred versions.
+	req := &resourceRequest{res: res, version: res.Versions[0], namespace: key.Namespace, name: key.Name, user: collectorUser}
 	_, err := c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		obj := current.DeepCopy()
 		if !change(obj) {

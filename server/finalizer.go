@@ -216,7 +216,9 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 		}
 		failed := false
 		for _, obj := range items {
-			pending, deleted, err := f.s.deleteObject(ctx, &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName(), user: namespaceUser}, &metav1.DeleteOptions{PropagationPolicy: &background})
+			// As the items of kube's deletecollection: unnamed to admission.
+			req := &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName(), user: namespaceUser, inCollection: true}
+			pending, deleted, err := f.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &background})
 			if apierrors.IsNotFound(err) || (err == nil && deleted) {
 				continue
 			}

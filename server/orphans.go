@@ -281,7 +281,7 @@ func (o *orphans) attemptToDelete(ctx context.Context, key storage.Key) (done bo
 	// Through admission, as the collector's deletes are a client's; with
 	// the uid as a precondition, as kube's.
 	uid := obj.GetUID()
-	req := &resourceRequest{res: res, version: res.StorageVersion, namespace: key.Namespace, name: key.Name, user: collectorUser}
+	req := &resourceRequest{res: res, version: res.Versions[0], namespace: key.Namespace, name: key.Name, user: collectorUser}
 	_, _, err = o.s.deleteObject(ctx, req, &metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return true, nil // gone, or another object by that name now
