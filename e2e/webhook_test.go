@@ -849,6 +849,18 @@ func TestWebhookAdmissionReview(t *testing.T) {
 		t.Errorf("CREATE /v: object uid %q creationTimestamp %v, want uid %q and a timestamp", v.Object.GetUID(), v.Object.GetCreationTimestamp(), created.GetUID())
 	}
 
+	// System fields a client sends are dropped before the mutating
+	// webhooks (and the field manager) see the object.
+	r = k.do(t, "POST", gears, []byte(`{"apiVersion":"hooks.example.com/v1","kind":"Gear","metadata":{"name":"g-sys","uid":"bogus","creationTimestamp":"2020-01-01T00:00:00Z","deletionTimestamp":"2020-01-01T00:00:00Z","selfLink":"/x"}}`))
+	mustCode(t, "create g-sys", r, http.StatusCreated)
+	if calls := hs.callsTo("/m", "g-sys"); len(calls) != 1 || calls[0].Object.GetUID() != "" || !calls[0].Object.GetCreationTimestamp().Time.IsZero() ||
+		calls[0].Object.GetDeletionTimestamp() != nil || calls[0].Object.GetSelfLink() != "" {
+		t.Errorf("CREATE /m of an object naming system fields: %v, want them dropped", calls)
+	}
+	if mf := fmtJSON(decodeObj(t, r).GetManagedFields()); strings.Contains(mf, "deletionTimestamp") || strings.Contains(mf, "f:uid") {
+		t.Errorf("managedFields of g-sys record system fields: %s", mf)
+	}
+
 	// CREATE with fieldManager and dryRun.
 	r = k.do(t, "POST", gears+"?dryRun=All&fieldManager=e2e-create", gearJSON("", "g-dry", nil, nil))
 	mustCode(t, "dry-run create", r, http.StatusCreated)

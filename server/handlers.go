@@ -545,6 +545,16 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if err := checkNamespace(req, obj); err != nil {
 		return nil, err
 	}
+	if !req.isPatch {
+		// As kube-apiserver's create handler, before the field manager
+		// and admission see the object: what a client may not set of the
+		// system's metadata is dropped.
+		obj.SetCreationTimestamp(metav1.Time{})
+		obj.SetUID("")
+		obj.SetDeletionTimestamp(nil)
+		obj.SetDeletionGracePeriodSeconds(nil)
+		obj.SetSelfLink("")
+	}
 	dedupOwnerReferences(ctx, obj, false)
 	if manager != "" {
 		obj = s.trackUpdate(req, nil, obj, manager)
