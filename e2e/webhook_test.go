@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -1618,7 +1619,8 @@ spec:
 	exact := admissionregistrationv1.Exact
 	cogHook := vhook("cogs.example.com", hs.clientConfig("/cogs"), rule("hooks.example.com", "v1", "cogs", opDelete))
 	cogHook.MatchPolicy = &exact
-	createVWC(t, k, hs, "who", vhook("who.example.com", hs.clientConfig("/who"), gearRule(opDelete)), cogHook)
+	nsHook := vhook("ns.example.com", hs.clientConfig("/ns"), rule("", "v1", "namespaces/status,namespaces/finalize", opUpdate))
+	createVWC(t, k, hs, "who", vhook("who.example.com", hs.clientConfig("/who"), gearRule(opDelete)), cogHook, nsHook)
 	createNamespace(t, k, "doomed", nil)
 	gears := gearsPath("", "default")
 	r := k.do(t, "POST", gears, gearJSON("", "owner", nil, nil))
@@ -1646,9 +1648,19 @@ spec:
 		{"/cogs", "cog", "system:serviceaccount:kube-system:generic-garbage-collector", "cog"},
 		// The namespace controller deletes by collection: unnamed.
 		{"/who", "content", "system:serviceaccount:kube-system:namespace-controller", ""},
+		// Then writes its conditions and finalizes, through the API.
+		{"/ns", "doomed", "system:serviceaccount:kube-system:namespace-controller", "doomed"},
 	} {
 		eventually(t, 10*time.Second, "the webhook to see "+c.name+"'s deletion", func() (bool, error) {
 			calls := hs.callsTo(c.path, c.name)
+			if c.path == "/ns" {
+				var got []string
+				for _, call := range calls {
+					got = append(got, call.Request.SubResource+" "+call.Request.UserInfo.Username)
+				}
+				want := []string{"status " + c.user, "finalize " + c.user}
+				return reflect.DeepEqual(got, want), fmt.Errorf("namespace updates seen: %v, want %v", got, want)
+			}
 			if len(calls) == 0 {
 				return false, nil
 			}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -94,30 +95,37 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		if err != nil {
 			return false, err
 		}
-		changed, err := setNamespaceDeletionConditions(obj, contents)
-		if err != nil {
-			return false, err
-		}
-		// As kube's namespace controller: changed conditions are written
-		// on their own (its UpdateStatus), before the namespace is
-		// finalized (watchers see them in a MODIFIED event).
-		if changed {
-			stored, err := f.s.store.Update(ctx, storageKey(res, "", name), rev, encoder(obj))
-			if err != nil {
-				return false, err
-			}
-			rev = stored.Rev
+		// As kube's namespace controller, through the API (admission sees
+		// its service account): the conditions with an update of
+		// namespaces/status (watchers see them in a MODIFIED event), then,
+		// once the namespace is empty, its "kubernetes" finalizer removed
+		// with an update of namespaces/finalize, which deletes it when no
+		// finalizer is left.
+		var condErr error
+		if _, err := f.namespaceWrite(ctx, res, name, "status", func(ns *unstructured.Unstructured) {
+			_, condErr = setNamespaceDeletionConditions(ns, contents)
+		}); err != nil || condErr != nil {
+			return false, errors.Join(err, condErr)
 		}
 		if contents.remaining() {
 			return false, nil
 		}
-		fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
-		fins = withoutFinalizer(fins, builtin.FinalizerKubernetes)
-		if len(fins) == 0 {
-			unstructured.RemoveNestedField(obj.Object, "spec", "finalizers")
-		} else {
-			unstructured.SetNestedStringSlice(obj.Object, fins, "spec", "finalizers")
+		finalized, err := f.namespaceWrite(ctx, res, name, "finalize", func(ns *unstructured.Unstructured) {
+			fins, _, _ := unstructured.NestedStringSlice(ns.Object, "spec", "finalizers")
+			fins = withoutFinalizer(fins, builtin.FinalizerKubernetes)
+			if len(fins) == 0 {
+				unstructured.RemoveNestedField(ns.Object, "spec", "finalizers")
+			} else {
+				unstructured.SetNestedStringSlice(ns.Object, fins, "spec", "finalizers")
+			}
+		})
+		if apierrors.IsNotFound(err) {
+			return true, nil
 		}
+		if err != nil {
+			return false, err
+		}
+		return len(finalized.GetFinalizers()) == 0, nil
 	case "CustomResourceDefinition":
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
@@ -183,6 +191,22 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 	}
 	return len(obj.GetFinalizers()) == 0, nil
 }
+
+// namespaceWrite updates namespace name through its subresource (status or
+// finalize) as kube's namespace controller does, through admission as its
+// service account; change edits a copy of the current namespace.
+func (f *finalizer) namespaceWrite(ctx context.Context, res *registry.Resource, name, subresource string, change func(*unstructured.Unstructured)) (*unstructured.Unstructured, error) {
+	req := &resourceRequest{res: res, version: "v1", name: name, subresource: subresource, user: namespaceUser}
+	return f.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		obj := current.DeepCopy()
+		change(obj)
+		return f.s.trackUpdate(req, current, obj, namespaceManager), nil
+	})
+}
+
+// namespaceManager is the field manager of the namespace controller's
+// writes, as kube's runs in kube-controller-manager.
+const namespaceManager = "kube-controller-manager"
 
 // namespaceContents is what a terminating namespace still holds: its
 // objects per resource ("<plural>.<group>") and per finalizer.
