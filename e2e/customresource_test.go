@@ -479,7 +479,8 @@ func TestCustomResourceDefinitionDeletionSkipsAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As kube's: marked, then in progress (the finalizer's first write),
-	// then deleted with the reason it ended.
+	// then deleted by the status update that removes its finalizer (the
+	// DELETED event carries the state stored before it, as etcd's does).
 	var reasons []string
 	timeout := time.After(15 * time.Second)
 	for done := false; !done; {
@@ -496,7 +497,7 @@ func TestCustomResourceDefinitionDeletionSkipsAdmission(t *testing.T) {
 			t.Fatalf("the CRD is not gone after 15s: %v", reasons)
 		}
 	}
-	if want := []string{"MODIFIED InstanceDeletionPending", "MODIFIED InstanceDeletionInProgress", "DELETED InstanceDeletionCompleted"}; !reflect.DeepEqual(reasons, want) {
+	if want := []string{"MODIFIED InstanceDeletionPending", "MODIFIED InstanceDeletionInProgress", "DELETED InstanceDeletionInProgress"}; !reflect.DeepEqual(reasons, want) {
 		t.Errorf("the CRD's Terminating condition went %q, want %q", reasons, want)
 	}
 }
@@ -713,14 +714,15 @@ func TestCustomResourceDefinitionTerminating(t *testing.T) {
 		_, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.stable.example.com", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
-	// Its last state says why the deletion ended.
+	// Its DELETED event carries its last stored state (the status update
+	// that removed the finalizer deleted it instead, as kube's store does).
 	for ev := range w.ResultChan() {
 		if ev.Type != watch.Deleted {
 			continue
 		}
 		last := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
-		if c := crdCondition(last, apiextensionsv1.Terminating); c == nil || c.Status != apiextensionsv1.ConditionFalse || c.Reason != "InstanceDeletionCompleted" || c.Message != "removed all instances" {
-			t.Errorf("the deleted CRD's conditions %s, want Terminating False InstanceDeletionCompleted", fmtJSON(last.Status.Conditions))
+		if c := crdCondition(last, apiextensionsv1.Terminating); c == nil || c.Status != apiextensionsv1.ConditionTrue || c.Reason != "InstanceDeletionInProgress" {
+			t.Errorf("the deleted CRD's conditions %s, want Terminating True InstanceDeletionInProgress", fmtJSON(last.Status.Conditions))
 		}
 		return
 	}

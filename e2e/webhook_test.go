@@ -1674,3 +1674,29 @@ spec:
 		})
 	}
 }
+
+// A CRD's deletion writes its Terminating condition and removes its
+// finalizer through customresourcedefinitions/status, as kube-apiserver's
+// CRD finalizer does through its loopback client: admission sees them.
+func TestWebhookSeesCRDFinalizer(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	k := startMemKapi(t)
+	createGearCRD(t, k, false)
+	createVWC(t, k, hs, "crds", vhook("crds.example.com", hs.clientConfig("/crds"), rule("apiextensions.k8s.io", "v1", "customresourcedefinitions/status", opUpdate)))
+	if err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctxT(t), "gears.hooks.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the CRD finalizer's status updates", func() (bool, error) {
+		var seen []string
+		for _, c := range hs.callsTo("/crds", "gears.hooks.example.com") {
+			for _, cond := range c.Object.Object["status"].(map[string]interface{})["conditions"].([]interface{}) {
+				if cond := cond.(map[string]interface{}); cond["type"] == "Terminating" {
+					seen = append(seen, fmt.Sprintf("%s %s %v", c.Request.UserInfo.Username, cond["reason"], c.Object.GetFinalizers()))
+				}
+			}
+		}
+		want := []string{"system:apiserver InstanceDeletionInProgress [customresourcecleanup.apiextensions.k8s.io]", "system:apiserver InstanceDeletionCompleted []"}
+		return reflect.DeepEqual(seen, want), fmt.Errorf("status updates seen: %v, want %v", seen, want)
+	})
+}

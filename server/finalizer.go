@@ -82,7 +82,7 @@ func (f *finalizer) start(ctx context.Context) error {
 // finalize takes one step towards removing a terminating object; done is
 // true when nothing is left to do for it.
 func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name string) (done bool, err error) {
-	obj, rev, err := f.s.getObject(ctx, res, "", name)
+	obj, _, err := f.s.getObject(ctx, res, "", name)
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
@@ -138,7 +138,7 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 			Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"}
 		if c := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating); c == nil || (c.Reason != inProgress.Reason && c.Reason != instanceDeletionCheck) {
 			apihelpers.SetCRDCondition(crd, inProgress)
-			if rev, err = f.writeCRD(ctx, res, crd, rev); err != nil {
+			if err := f.writeCRD(ctx, res, crd); err != nil {
 				return false, err
 			}
 		}
@@ -146,7 +146,7 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		if err != nil {
 			apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
 				Reason: "InstanceDeletionFailed", Message: fmt.Sprintf("could not issue all deletes: %v", err)})
-			if _, werr := f.writeCRD(ctx, res, crd, rev); werr != nil {
+			if werr := f.writeCRD(ctx, res, crd); werr != nil {
 				return false, werr
 			}
 			return false, err
@@ -174,22 +174,14 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		if !remaining {
 			crd.Finalizers = withoutFinalizer(crd.Finalizers, builtin.CRDCleanupFinalizer)
 		}
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-		if err != nil {
+		// The last write removes the finalizer: with no other left, the
+		// CRD goes.
+		if err := f.writeCRD(ctx, res, crd); err != nil {
 			return false, err
 		}
-		obj.Object = u
+		return !remaining && len(crd.Finalizers) == 0, nil
 	}
-	key := storageKey(res, "", name)
-	if len(obj.GetFinalizers()) == 0 && !holdsDeletion(res, obj) {
-		_, err = f.s.store.Delete(ctx, key, rev, encoder(obj))
-	} else {
-		_, err = f.s.store.Update(ctx, key, rev, encoder(obj))
-	}
-	if err != nil {
-		return false, err
-	}
-	return len(obj.GetFinalizers()) == 0, nil
+	return true, nil // no other kind is finalized here
 }
 
 // namespaceWrite updates namespace name through its subresource (status or
@@ -342,20 +334,26 @@ const (
 	instanceDeletionCheckAfter = time.Minute
 )
 
-// writeCRD stores crd's new status over revision rev and returns the new
-// revision.
-func (f *finalizer) writeCRD(ctx context.Context, res *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition, rev int64) (int64, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+// writeCRD writes crd's status and finalizers as kube-apiserver's CRD
+// finalizer does: an update of customresourcedefinitions/status through
+// its loopback client (admission sees system:apiserver); a CRD being
+// deleted left without finalizers goes.
+func (f *finalizer) writeCRD(ctx context.Context, res *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition) error {
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&crd.Status)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	obj := &unstructured.Unstructured{Object: u}
-	stored, err := f.s.store.Update(ctx, storageKey(res, "", crd.Name), rev, encoder(obj))
-	if err != nil {
-		return 0, err
+	req := &resourceRequest{res: res, version: "v1", name: crd.Name, subresource: "status", user: apiserverUser}
+	_, err = f.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		obj := current.DeepCopy()
+		obj.Object["status"] = status
+		obj.SetFinalizers(crd.Finalizers)
+		return f.s.trackUpdate(req, current, obj, "kube-apiserver"), nil
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
-	crd.ResourceVersion = obj.GetResourceVersion()
-	return stored.Rev, nil
+	return err
 }
 
 // deleteCustomResources deletes every custom resource of crd, as
