@@ -928,7 +928,10 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		} else {
 			err = storeShedding(out, func() error { _, err := s.store.Update(ctx, key, rev, encoder(out)); return err })
 		}
-		if errors.Is(err, storage.ErrConflict) && clientRV == "" && attempt < 16 {
+		// Without a client precondition a write that lost a race is made
+		// again on what won, for as long as the request lasts, as kube's
+		// store loops (no 409 for a patch without a resourceVersion).
+		if errors.Is(err, storage.ErrConflict) && clientRV == "" && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {
@@ -1169,7 +1172,7 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 				return obj, true, nil
 			}
 			_, err = s.store.Delete(ctx, key, rev, encoder(obj))
-			if errors.Is(err, storage.ErrConflict) && attempt < 16 {
+			if errors.Is(err, storage.ErrConflict) && ctx.Err() == nil {
 				continue
 			}
 			if err != nil {
@@ -1196,7 +1199,7 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 			return obj, false, nil
 		}
 		_, err = s.store.Update(ctx, key, rev, encoder(obj))
-		if errors.Is(err, storage.ErrConflict) && attempt < 16 {
+		if errors.Is(err, storage.ErrConflict) && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {

@@ -284,22 +284,31 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return s.patchedObject(w, r, req, live, data, opts.FieldValidation, nil)
 	}
 
+	patchOptions := req.options
 	updated, err := s.updateObject(r.Context(), req, dryRun, true, merge)
-	if apierrors.IsNotFound(err) && req.subresource == "" {
+	// An apply that finds no object creates it; one that loses the race
+	// to create it to another writer updates it instead, as kube's store
+	// retries its create-on-update (no AlreadyExists for an apply).
+	for attempt := 0; apierrors.IsNotFound(err) && req.subresource == ""; attempt++ {
 		// Create on apply, from a new object of the kind, as
 		// kube-apiserver: the configuration must name the object.
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(schema.GroupVersionKind{Group: req.res.Group, Version: req.version, Kind: req.res.Kind})
-		obj, err := merge(live)
-		if err == nil {
+		obj, cerr := merge(live)
+		if cerr == nil {
 			req.options = &metav1.CreateOptions{
 				TypeMeta: metav1.TypeMeta{Kind: "CreateOptions", APIVersion: "meta.k8s.io/v1"},
 				DryRun:   opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation,
 			}
-			obj, err = s.createObject(r.Context(), req, obj, dryRun, "")
+			obj, cerr = s.createObject(r.Context(), req, obj, dryRun, "")
 		}
-		if err != nil {
-			writeError(w, r, err)
+		if apierrors.IsAlreadyExists(cerr) && attempt < 16 && r.Context().Err() == nil {
+			req.options = patchOptions
+			updated, err = s.updateObject(r.Context(), req, dryRun, true, merge)
+			continue
+		}
+		if cerr != nil {
+			writeError(w, r, cerr)
 			return
 		}
 		s.respondObject(w, r, req, http.StatusCreated, obj)
