@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1068,4 +1069,53 @@ func TestGarbageCollectorAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone("orphan")
+}
+
+// Creates racing a namespace's deletion never outlive it: what a create
+// admitted before the namespace turned Terminating stores is deleted with
+// the rest, as kube's namespace controller finds last-minute creates.
+func TestNamespaceDeletionRacingCreates(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	for round := range 4 {
+		ns := fmt.Sprintf("racy-%d", round)
+		if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace(ns), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gadgets := k.Dyn.Resource(gvrGadgets).Namespace(ns)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := gadgets.Create(ctx, gadget(fmt.Sprintf("g-%d-%d", c, i), map[string]interface{}{}), metav1.CreateOptions{}); err != nil && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+						t.Errorf("create in %s: %v", ns, err)
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := k.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, ns+" to be gone", func() (bool, error) {
+			_, err := k.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		close(stop)
+		wg.Wait()
+		if left, err := gadgets.List(ctx, metav1.ListOptions{}); err != nil || len(left.Items) != 0 {
+			t.Errorf("namespace %s is gone, yet holds %d gadgets (%v)", ns, len(left.Items), err)
+		}
+	}
 }

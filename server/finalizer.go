@@ -91,9 +91,27 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 	}
 	switch res.Kind {
 	case "Namespace":
-		contents, err := f.deleteNamespaceContents(ctx, name)
-		if err != nil {
-			return false, err
+		// A create admitted before the namespace turned Terminating may
+		// still be on its way to the store: wait for it (kube's controller
+		// waits a grace period for such last-minute creates).
+		if f.s.createsPending(name) {
+			return false, nil
+		}
+		// Passes until one finds nothing more to delete at once (what a
+		// pass deleted may hide nothing, but a create that raced it is
+		// found by the next; kube's controller lists again too).
+		var contents namespaceContents
+		for pass := 0; ; pass++ {
+			var err error
+			if contents, err = f.deleteNamespaceContents(ctx, name); err != nil {
+				return false, err
+			}
+			if contents.remaining() || contents.found == 0 {
+				break
+			}
+			if pass == 8 {
+				return false, nil // still being written to: again later
+			}
 		}
 		// As kube's namespace controller, through the API (admission sees
 		// its service account): the conditions with an update of
@@ -203,6 +221,8 @@ const namespaceManager = "kube-controller-manager"
 // namespaceContents is what a terminating namespace still holds: its
 // objects per resource ("<plural>.<group>") and per finalizer.
 type namespaceContents struct {
+	// found counts the objects the pass found (deleted or not).
+	found      int
 	resources  map[string]int
 	finalizers map[string]int
 	// deleteErrs holds, per resource whose contents could not all be
@@ -231,6 +251,7 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 			return contents, err
 		}
 		failed := false
+		contents.found += len(items)
 		for _, obj := range items {
 			// As the items of kube's deletecollection: unnamed to admission.
 			req := &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName(), user: namespaceUser, inCollection: true}

@@ -571,6 +571,12 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if admittedName == "" {
 		admittedName = "Unknown"
 	}
+	if res.Namespaced {
+		// The namespace's deletion waits for this create to be stored
+		// (noted before the namespace is checked, so that a deletion
+		// finalizing meanwhile sees it).
+		defer s.creatingIn(obj.GetNamespace())()
+	}
 	if err := s.admitNamespace(ctx, res, obj.GetNamespace(), admittedName); err != nil {
 		return nil, err
 	}

@@ -51,7 +51,12 @@ type Server struct {
 	log   *slog.Logger
 	opts  Options
 
-	finalizer    *finalizer
+	finalizer *finalizer
+	// creating counts, per namespace, the creates admitted into it and
+	// not yet stored: a deleted namespace is finalized only once none is
+	// left (each would otherwise outlive it).
+	creatingMu   sync.Mutex
+	creating     map[string]int
 	cascades     *cascades
 	orphans      *orphans
 	crds         *crdController
@@ -160,6 +165,31 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started.Store(true)
 	return nil
+}
+
+// creatingIn notes a create admitted into namespace until done is called.
+func (s *Server) creatingIn(namespace string) (done func()) {
+	s.creatingMu.Lock()
+	defer s.creatingMu.Unlock()
+	if s.creating == nil {
+		s.creating = map[string]int{}
+	}
+	s.creating[namespace]++
+	return func() {
+		s.creatingMu.Lock()
+		defer s.creatingMu.Unlock()
+		if s.creating[namespace]--; s.creating[namespace] == 0 {
+			delete(s.creating, namespace)
+		}
+	}
+}
+
+// createsPending tells whether creates admitted into namespace are still
+// to be stored.
+func (s *Server) createsPending(namespace string) bool {
+	s.creatingMu.Lock()
+	defer s.creatingMu.Unlock()
+	return s.creating[namespace] > 0
 }
 
 // BeginShutdown ends the long-running requests (watches), so that an
