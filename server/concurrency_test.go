@@ -3,10 +3,12 @@ package server
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Writers racing on one object without a resourceVersion all succeed, as
@@ -62,5 +64,46 @@ func TestConcurrentWritesWithoutPreconditions(t *testing.T) {
 	close(failures)
 	for f := range failures {
 		t.Error(f)
+	}
+}
+
+// A watcher that stops reading is ended once it falls a buffer behind,
+// even while blocked writing to it, so that the events it holds are freed
+// (kube-apiserver closes an unresponsive watcher).
+func TestStuckWatcherEnds(t *testing.T) {
+	ts := newTestServer(t)
+	const watching = `apiserver_longrunning_requests{component="apiserver",group="",resource="namespaces",scope="cluster",subresource="",verb="WATCH",version="v1"}`
+	gauge := func() float64 {
+		_, body := call(t, ts, "GET", "/metrics", "", "")
+		return metricValues(body)[watching]
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	// Never read past this request.
+	if _, err := io.WriteString(conn, "GET /api/v1/namespaces?watch=true HTTP/1.1\r\nHost: kapi\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); gauge() != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not start")
+		}
+	}
+	big := strings.Repeat("x", 32000)
+	for i := range watchBuffer + 300 {
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"stuck-%d","annotations":{"pad":%q}}}`, i, big)
+		if code, out := call(t, ts, "POST", "/api/v1/namespaces", "application/json", body); code != http.StatusCreated {
+			t.Fatalf("create %d: %d %s", i, code, out)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); gauge() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a watcher that stopped reading still runs after falling a buffer behind")
+		}
 	}
 }

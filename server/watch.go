@@ -115,6 +115,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	events := make(chan *sharedEvent, watchBuffer)
 	overflow := make(chan struct{})
 	resource := req.res.StorageResource()
+	rc := http.NewResponseController(w)
 	subRev, unsubscribe := s.store.SubscribeAt(func(ev storage.Event) {
 		if ev.Object.Resource != resource {
 			return
@@ -126,6 +127,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 			case <-overflow:
 			default:
 				close(overflow)
+				// A client that stopped reading holds the watch in a
+				// write: end that write now, so that the events it pins
+				// are freed, as kube-apiserver closes an unresponsive
+				// watcher.
+				_ = rc.SetWriteDeadline(time.Now())
 			}
 		}
 	})
