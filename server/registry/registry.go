@@ -168,6 +168,8 @@ type Resource struct {
 	// Terminating is set while the resource's CRD is being deleted:
 	// creates are refused.
 	Terminating bool
+	// copyOf is the resource SetTerminating copied this one from.
+	copyOf *Resource
 	// DeprecationWarnings holds, per deprecated version, the Warning sent
 	// with every request through it.
 	DeprecationWarnings map[string]string
@@ -342,6 +344,7 @@ func (g *Registry) SetTerminating(gr schema.GroupResource, terminating bool) {
 	}
 	marked := *old
 	marked.Terminating = terminating
+	marked.copyOf = old.original()
 	g.resources[gr] = &marked
 	if ch, ok := g.retired[old]; ok {
 		delete(g.retired, old)
@@ -350,14 +353,28 @@ func (g *Registry) SetTerminating(gr schema.GroupResource, terminating bool) {
 	g.generation++
 }
 
+// original is the resource r is a SetTerminating copy of, or r.
+func (r *Resource) original() *Resource {
+	if r.copyOf != nil {
+		return r.copyOf
+	}
+	return r
+}
+
 // Retired returns a channel closed once r is no longer served: a CRD's
 // change serves a new resource in its place, its deletion none. (Watches
 // end then, as kube-apiserver ends them when it replaces a CRD's storage.)
 func (g *Registry) Retired(r *Resource) <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.resources[r.GroupResource()] != r {
-		return closedChan
+	if cur := g.resources[r.GroupResource()]; cur != r {
+		// A copy SetTerminating made since is the same resource: a watch
+		// that began before its CRD's deletion goes on until the CRD is
+		// gone.
+		if cur == nil || cur.original() != r.original() {
+			return closedChan
+		}
+		r = cur
 	}
 	ch, ok := g.retired[r]
 	if !ok {

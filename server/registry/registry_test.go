@@ -36,3 +36,24 @@ func TestRetired(t *testing.T) {
 		t.Fatal("a removed resource is not retired")
 	}
 }
+
+// A watch of a resource that its CRD's deletion marked Terminating since
+// (a copy with the mark) is not retired: the resource is still served.
+func TestRetiredAcrossTerminatingMark(t *testing.T) {
+	g := New()
+	first := &Resource{Group: "example.com", Plural: "things", Versions: []string{"v1"}}
+	g.Add(first)
+	g.SetTerminating(first.GroupResource(), true)
+	ch := g.Retired(first) // asked for after the mark
+	select {
+	case <-ch:
+		t.Fatal("a resource marked Terminating is retired")
+	default:
+	}
+	g.Remove(first.GroupResource())
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a removed resource is not retired")
+	}
+}
