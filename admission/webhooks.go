@@ -282,7 +282,7 @@ func (w *Webhooks) Observe(obj runtime.Object, deleted bool) error {
 	if err != nil || !w.started.Load() {
 		return err
 	}
-	// Wait until the informer has taken the change, so that the fake
+	// Wait until the informer has taken the change, so that the tracker
 	// watch it reads never fills up, and a request right after a change
 	// sees it.
 	informer, ierr := w.factory.ForResource(gvr)

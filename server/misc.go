@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime"
 
-	"github.com/go-chi/chi/v5"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,4 +109,3 @@ func tooLargeResourceVersion(want, current int64) error {
 	}}
 }
 
-func chiParam(r *http.Request, name string) string { return chi.URLParam(r, name) }
