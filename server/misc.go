@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime"
 
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,4 +107,3 @@ func tooLargeResourceVersion(want, current int64) error {
 		},
 	}}
 }
-
