@@ -895,9 +895,15 @@ func TestWebhookAdmissionReview(t *testing.T) {
 		t.Errorf("generateName: validating calls %d, request.name %q, want request.name and object name %q (kube fills the generated name in before validating admission)", len(gv), got, genName)
 	}
 
-	// UPDATE (PUT) with a fieldManager.
+	// UPDATE (PUT) with a fieldManager. The client leaves out the uid and
+	// creationTimestamp and sends another generation: the mutating
+	// webhooks see the object as sent, the validating ones as the
+	// registry completed it (kube's BeforeUpdate runs between them).
 	upd := created.DeepCopy()
 	_ = unstructured.SetNestedField(upd.Object, int64(2), "spec", "size")
+	upd.SetUID("")
+	unstructured.RemoveNestedField(upd.Object, "metadata", "creationTimestamp")
+	upd.SetGeneration(99)
 	r = k.do(t, "PUT", gears+"/g1?fieldManager=e2e-put", mustJSON(t, upd.Object))
 	mustCode(t, "update g1", r, http.StatusOK)
 	m, v = check("UPDATE", "g1", admissionv1.Update, "", false, map[string]interface{}{"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "e2e-put"})
@@ -906,6 +912,12 @@ func TestWebhookAdmissionReview(t *testing.T) {
 			c.OldObject.GetResourceVersion() != created.GetResourceVersion() || c.OldObject.GetUID() != created.GetUID() {
 			t.Errorf("UPDATE %s: object %v oldObject %v, want size 2 over the created g1 (size 1)", path, c.Object, c.OldObject)
 		}
+	}
+	if m.Object.GetUID() != "" || m.Object.GetGeneration() != 99 || !m.Object.GetCreationTimestamp().Time.IsZero() {
+		t.Errorf("UPDATE /m: object uid %q generation %d creationTimestamp %v, want the client's (none, 99, none)", m.Object.GetUID(), m.Object.GetGeneration(), m.Object.GetCreationTimestamp())
+	}
+	if v.Object.GetUID() != created.GetUID() || v.Object.GetGeneration() != created.GetGeneration()+1 || v.Object.GetCreationTimestamp().Time.IsZero() {
+		t.Errorf("UPDATE /v: object uid %q generation %d creationTimestamp %v, want the stored uid, the next generation and the creation time", v.Object.GetUID(), v.Object.GetGeneration(), v.Object.GetCreationTimestamp())
 	}
 
 	// PATCH is admitted as an UPDATE, with UpdateOptions.

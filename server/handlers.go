@@ -825,20 +825,6 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
 			return nil, apierrors.NewConflict(res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
 		}
-		// Fields only the server sets, kept as kube-apiserver's
-		// BeforeUpdate keeps them: a deletion under way stays, and a
-		// deletionTimestamp or grace period a client adds is left for
-		// validation to refuse (immutable).
-		obj.SetUID(old.GetUID())
-		obj.SetCreationTimestamp(old.GetCreationTimestamp())
-		if old.GetDeletionTimestamp() != nil {
-			obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
-		}
-		if old.GetDeletionGracePeriodSeconds() != nil && obj.GetDeletionGracePeriodSeconds() == nil {
-			obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
-		}
-		obj.SetGeneration(old.GetGeneration())
-		obj.SetSelfLink("")
 		options := &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{Kind: "UpdateOptions", APIVersion: "meta.k8s.io/v1"}}
 		if dryRun {
 			options.DryRun = []string{metav1.DryRunAll}
@@ -856,6 +842,24 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			}
 			dedupOwnerReferences(ctx, obj, true)
 		}
+		// Fields only the server sets, kept as kube-apiserver's
+		// BeforeUpdate keeps them, after the mutating webhooks (which see
+		// the object as the client sent it): the uid unless one is given
+		// (a changed one is refused as immutable), the creation time, the
+		// generation, a deletion under way (a deletionTimestamp or grace
+		// period a client adds is left for validation to refuse).
+		if obj.GetUID() == "" {
+			obj.SetUID(old.GetUID())
+		}
+		obj.SetCreationTimestamp(old.GetCreationTimestamp())
+		if old.GetDeletionTimestamp() != nil {
+			obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+		}
+		if old.GetDeletionGracePeriodSeconds() != nil && obj.GetDeletionGracePeriodSeconds() == nil {
+			obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+		}
+		obj.SetGeneration(old.GetGeneration())
+		obj.SetSelfLink("")
 		// The resourceVersion precondition, checked after the mutating
 		// admission as kube-apiserver's store checks it (a webhook that
 		// denies answers first).
