@@ -1053,6 +1053,32 @@ func TestGarbageCollectorAttempts(t *testing.T) {
 		t.Error("a dependent whose owner reference names an unserved version was collected")
 	}
 
+	// A cluster-scoped dependent of a namespaced owner (a reference that
+	// cannot resolve): a foreground deletion does not wait for it, an
+	// orphaning one takes the reference off.
+	dcs := k.Client.ResourceV1beta2().DeviceClasses()
+	for _, c := range []struct {
+		owner  string
+		policy metav1.DeletionPropagation
+	}{{"fg-owner", metav1.DeletePropagationForeground}, {"or-owner", metav1.DeletePropagationOrphan}} {
+		owner := create(c.owner, nil)
+		dc := newDeviceClass(c.owner + ".example.com")
+		dc.OwnerReferences = []metav1.OwnerReference{ref(owner, true)}
+		if _, err := dcs.Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := gadgets.Delete(ctx, c.owner, metav1.DeleteOptions{PropagationPolicy: ptr.To(c.policy)}); err != nil {
+			t.Fatal(err)
+		}
+		gone(c.owner)
+		got, err := dcs.Get(ctx, dc.Name, metav1.GetOptions{})
+		if err != nil || got.DeletionTimestamp != nil {
+			t.Errorf("cluster-scoped dependent of %s after a %s deletion: %v %v, want it kept", c.owner, c.policy, err, got)
+		} else if c.policy == metav1.DeletePropagationOrphan && len(got.OwnerReferences) != 0 {
+			t.Errorf("cluster-scoped dependent after an orphaning deletion keeps %v", got.OwnerReferences)
+		}
+	}
+
 	// An attempt admission refuses is made again once it allows it.
 	deny := denyDeletesPolicy("keep-gadgets", "dyn.example.com", "gadgets", "gadgets stay")
 	bindPolicy(t, k, deny)

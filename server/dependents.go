@@ -105,6 +105,11 @@ func (c *cascades) finish(ctx context.Context, res *registry.Resource, key stora
 		blocked := false
 		var refused error
 		for _, d := range dependents {
+			if res.Namespaced && !d.res.Namespaced {
+				// A cluster-scoped object cannot depend on a namespaced
+				// owner: the collector leaves it, and it holds nothing.
+				continue
+			}
 			current := d.obj
 			if d.obj.GetDeletionTimestamp() == nil {
 				// As kube's collector attempts each dependent of an owner
@@ -146,7 +151,7 @@ type dependent struct {
 // dependents lists the objects whose ownerReferences name owner's uid: for
 // a namespaced owner, those of its namespace, and cluster-scoped ones
 // (kube's collector finds them by uid: it orphans them, though it never
-// deletes them for such an owner).
+// deletes them for such an owner, nor waits for them).
 func (c *cascades) dependents(ctx context.Context, ownerRes *registry.Resource, owner *unstructured.Unstructured) ([]dependent, error) {
 	var out []dependent
 	for _, res := range c.s.reg.All() {

@@ -355,21 +355,31 @@ const (
 	instanceDeletionCheckAfter = time.Minute
 )
 
-// writeCRD writes crd's status and finalizers as kube-apiserver's CRD
-// finalizer does: an update of customresourcedefinitions/status through
-// its loopback client (admission sees system:apiserver); a CRD being
-// deleted left without finalizers goes.
+// writeCRD writes crd's Terminating condition, and the removal of the
+// cleanup finalizer once crd has none, as kube-apiserver's CRD finalizer
+// does: an update of customresourcedefinitions/status through its
+// loopback client (admission sees system:apiserver); a CRD being deleted
+// left without finalizers goes. Only those two change: the rest of the
+// current CRD (other finalizers, names accepted meanwhile) stays.
 func (f *finalizer) writeCRD(ctx context.Context, res *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition) error {
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&crd.Status)
-	if err != nil {
-		return err
-	}
+	terminating := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating)
 	req := &resourceRequest{res: res, version: "v1", name: crd.Name, subresource: "status", user: apiserverUser}
-	_, err = f.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		obj := current.DeepCopy()
-		obj.Object["status"] = status
-		obj.SetFinalizers(crd.Finalizers)
-		return f.s.trackUpdate(req, current, obj, "kube-apiserver"), nil
+	_, err := f.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		cur := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, cur); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if terminating != nil {
+			apihelpers.SetCRDCondition(cur, *terminating)
+		}
+		if !slices.Contains(crd.Finalizers, builtin.CRDCleanupFinalizer) {
+			cur.Finalizers = withoutFinalizer(cur.Finalizers, builtin.CRDCleanupFinalizer)
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return f.s.trackUpdate(req, current, &unstructured.Unstructured{Object: u}, "kube-apiserver"), nil
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
