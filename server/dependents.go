@@ -235,7 +235,7 @@ func (c *cascades) rewrite(ctx context.Context, res *registry.Resource, key stor
 		if !change(obj) {
 			return obj, nil // nothing to write: the update path skips it
 		}
-		return c.s.trackUpdate(req, current, obj, collectorManager), nil
+		return c.s.trackUpdate(req, current, obj, controllerManager), nil
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -243,6 +243,7 @@ func (c *cascades) rewrite(ctx context.Context, res *registry.Resource, key stor
 	return err
 }
 
-// collectorManager is the field manager of the collector's writes, as
-// kube's garbage collector runs in kube-controller-manager.
-const collectorManager = "kube-controller-manager"
+// controllerManager is the field manager of the writes of kapi's garbage
+// collector and namespace controller, as kube's run in
+// kube-controller-manager.
+const controllerManager = "kube-controller-manager"

@@ -210,13 +210,9 @@ func (f *finalizer) namespaceWrite(ctx context.Context, res *registry.Resource, 
 	return f.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		obj := current.DeepCopy()
 		change(obj)
-		return f.s.trackUpdate(req, current, obj, namespaceManager), nil
+		return f.s.trackUpdate(req, current, obj, controllerManager), nil
 	})
 }
-
-// namespaceManager is the field manager of the namespace controller's
-// writes, as kube's runs in kube-controller-manager.
-const namespaceManager = "kube-controller-manager"
 
 // namespaceContents is what a terminating namespace still holds: its
 // objects per resource ("<plural>.<group>") and per finalizer.
