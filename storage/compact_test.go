@@ -2,10 +2,13 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/kapi-dev/kapi/migrations"
 )
 
 func changelogRows(t *testing.T, s *Store, where string, args ...any) int64 {
@@ -211,5 +214,61 @@ func TestRestartKeepsHistory(t *testing.T) {
 	}
 	if u := mustUpdate(t, s, b.Key, b.Rev, 4); u.Rev <= cur {
 		t.Fatalf("update after reopen rev %d, want > %d", u.Rev, cur)
+	}
+}
+
+// A database written before migration 0002 (whose changelog kept its
+// newest revision in sqlite_sequence) opens with its rows and its
+// revision: here the newest row, a delete, was compacted away, so only
+// sqlite_sequence and the compacted revision still held it.
+func TestOpenDatabaseWithAutoincrementChangelog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kapi.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT '')`,
+		all[0].SQL,
+		`INSERT INTO schema_migrations (version, name) VALUES (1, '` + all[0].Name + `')`,
+		`INSERT INTO changelog (resource, namespace, name, op, prev_rev, ts, data) VALUES ('/pods', 'n1', 'a', 1, 0, 0, '{"name":"a","v":1,"rev":1}')`,
+		`INSERT INTO objects (resource, namespace, name, rev) VALUES ('/pods', 'n1', 'a', 1)`,
+		`INSERT INTO changelog (resource, namespace, name, op, prev_rev, ts, data) VALUES ('/pods', 'n1', 'b', 1, 0, 0, '{"name":"b","v":1,"rev":2}')`,
+		`INSERT INTO changelog (resource, namespace, name, op, prev_rev, ts, data) VALUES ('/pods', 'n1', 'b', 3, 2, 0, '{"name":"b","v":1,"rev":2}')`,
+		`DELETE FROM changelog WHERE name = 'b'`,
+		`UPDATE meta SET value = 3 WHERE key = 'compacted_rev'`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var seq int64
+	if err := db.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'changelog'`).Scan(&seq); err != nil || seq != 3 {
+		t.Fatalf("test setup: sqlite_sequence holds %d (%v), want 3", seq, err)
+	}
+	db.Close()
+
+	s := openFile(t, path)
+	defer s.Close()
+	if got := s.CurrentRev(); got != 3 {
+		t.Fatalf("CurrentRev = %d, want 3", got)
+	}
+	if o, err := s.Get(context.Background(), Key{Resource: "/pods", Namespace: "n1", Name: "a"}); err != nil || o.Rev != 1 || decode(t, o).Name != "a" {
+		t.Fatalf("Get a = %+v, %v; want it at revision 1", o, err)
+	}
+	o := mustCreate(t, s, Key{Resource: "/pods", Namespace: "n1", Name: "b"}, 2)
+	if o.Rev != 4 {
+		t.Fatalf("the first write got revision %d, want 4", o.Rev)
+	}
+	if n := changelogRows(t, s, `rev = ?`, o.Rev); n != 1 {
+		t.Fatalf("%d changelog rows at revision %d, want 1", n, o.Rev)
+	}
+	var rows int
+	if err := s.db.reader.QueryRow(`SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'changelog'`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("sqlite_sequence still holds %d rows for the changelog (%v), want none", rows, err)
 	}
 }

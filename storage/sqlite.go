@@ -380,16 +380,17 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// currentRev is the newest revision handed out: the newest changelog row's,
+// or the compacted revision when compaction removed that row (it removes
+// rows at or below the revision it records; migration 0002 explains).
 func (d *sqliteDB) currentRev(ctx context.Context, q querier) (int64, error) {
-	var rev sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'changelog'`).Scan(&rev)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
+	var rev int64
+	err := q.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT MAX(rev) FROM changelog), 0),
+		(SELECT value FROM meta WHERE key = 'compacted_rev'))`).Scan(&rev)
 	if err != nil {
 		return 0, fmt.Errorf("read current revision: %w", err)
 	}
-	return rev.Int64, nil
+	return rev, nil
 }
 
 func (d *sqliteDB) compactedRev(ctx context.Context) (int64, error) {
