@@ -866,6 +866,39 @@ func TestBackgroundCascade(t *testing.T) {
 	if _, err := gadgets.Get(ctx, "of-a-deployment", metav1.GetOptions{}); err != nil {
 		t.Errorf("an object owned by a kind kapi does not serve: %v, want it kept", err)
 	}
+
+	// Once the owner's kind is served, the reference resolves, as kube's
+	// collector retries it until its discovery knows the kind: the owner
+	// does not exist, and the object goes.
+	notYet := &unstructured.Unstructured{}
+	notYet.SetAPIVersion("later.example.com/v1")
+	notYet.SetKind("Gizmo")
+	notYet.SetName("never-was")
+	notYet.SetUID("00000000-0000-0000-0000-000000000003")
+	create("of-a-later-kind", notYet)
+	time.Sleep(time.Second)
+	if _, err := gadgets.Get(ctx, "of-a-later-kind", metav1.GetOptions{}); err != nil {
+		t.Fatalf("an object owned by a kind not served yet: %v, want it kept", err)
+	}
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.later.example.com
+spec:
+  group: later.example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`))
+	gone("of-a-later-kind")
+	if _, err := gadgets.Get(ctx, "of-a-deployment", metav1.GetOptions{}); err != nil {
+		t.Errorf("an object owned by a kind kapi does not serve, after another kind is served: %v, want it kept", err)
+	}
 }
 
 // The background collector knows the owner references stored before a

@@ -346,6 +346,7 @@ func (c *crdController) serve(name string, res *registry.Resource, from servedFr
 	}
 	c.served[name] = servedResource{gr: res.GroupResource(), from: from}
 	c.s.reg.Add(res)
+	c.s.orphans.servedKindsChanged()
 }
 
 // setTerminating marks the resource the CRD name serves as being deleted

@@ -52,13 +52,31 @@ type orphans struct {
 	// again every second while an attempt fails, as kube's collector
 	// requeues them.
 	attempts *workQueue[storage.Key, struct{}]
+
+	// unresolved are the dependents left alone because an owner's kind
+	// (or version) is not served; they are attempted again when the
+	// served kinds change, as kube's collector retries them until its
+	// discovery knows the kind.
+	unresolvedMu sync.Mutex
+	unresolved   map[storage.Key]bool
 }
 
 var ownerReferencesKey = []byte(`"ownerReferences"`)
 
 func newOrphans(s *Server) *orphans {
 	return &orphans{s: s, dependents: map[types.UID]map[storage.Key]bool{}, refs: map[storage.Key][]types.UID{}, wake: make(chan struct{}, 1),
-		attempts: newWorkQueue[storage.Key, struct{}]()}
+		attempts: newWorkQueue[storage.Key, struct{}](), unresolved: map[storage.Key]bool{}}
+}
+
+// servedKindsChanged attempts again the dependents an owner's unserved
+// kind left alone.
+func (o *orphans) servedKindsChanged() {
+	o.unresolvedMu.Lock()
+	defer o.unresolvedMu.Unlock()
+	for key := range o.unresolved {
+		o.attempts.add(key, struct{}{})
+	}
+	clear(o.unresolved)
 }
 
 // start indexes the stored objects' owner references as of now (and
@@ -205,12 +223,16 @@ func (o *orphans) dependentsOf(uid types.UID) []storage.Key {
 	return keys
 }
 
-// errUnresolvable is a reference kube's collector cannot resolve, and so
-// leaves alone: an owner of a kind or version kapi does not serve, or a
-// namespaced owner of a cluster-scoped dependent. (kube's retries a kind
-// its discovery may learn later; kapi gives up on the dependent until it
-// is written again.)
-var errUnresolvable = errors.New("the owner reference cannot be resolved")
+// errUnservedOwnerKind is an owner reference to a kind or version kapi
+// does not serve (or an apiVersion that does not parse), and
+// errNamespacedOwner one to a namespaced owner from a cluster-scoped
+// dependent: kube's collector cannot resolve either, and leaves the
+// dependent alone; it tries the first again later (its discovery may learn
+// the kind), the second never.
+var (
+	errUnservedOwnerKind = errors.New("the owner's kind is not served")
+	errNamespacedOwner   = errors.New("a cluster-scoped object cannot have a namespaced owner")
+)
 
 // attemptToDelete is kube's collector's attempt to delete the dependent at
 // key (attemptToDeleteItem), its owner references classified as
@@ -246,8 +268,15 @@ func (o *orphans) attemptToDelete(ctx context.Context, key storage.Key) (done bo
 	for _, ref := range refs {
 		owner, err := o.resolveOwner(ctx, obj, ref)
 		switch {
-		case errors.Is(err, errUnresolvable):
-			return true, nil // the whole dependent is left alone, as kube's
+		case errors.Is(err, errUnservedOwnerKind):
+			// The whole dependent is left alone, as kube's, until
+			// the served kinds change.
+			o.unresolvedMu.Lock()
+			o.unresolved[key] = true
+			o.unresolvedMu.Unlock()
+			return true, nil
+		case errors.Is(err, errNamespacedOwner):
+			return true, nil // left alone for good, as kube's
 		case err != nil:
 			return false, err
 		case owner == nil: // dangling
@@ -295,7 +324,7 @@ func (o *orphans) attemptToDelete(ctx context.Context, key storage.Key) (done bo
 func (o *orphans) resolveOwner(ctx context.Context, dependent *unstructured.Unstructured, ref metav1.OwnerReference) (*unstructured.Unstructured, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, errUnresolvable
+		return nil, errUnservedOwnerKind
 	}
 	var res *registry.Resource
 	for _, r := range o.s.reg.All() {
@@ -305,13 +334,13 @@ func (o *orphans) resolveOwner(ctx context.Context, dependent *unstructured.Unst
 		}
 	}
 	if res == nil {
-		return nil, errUnresolvable
+		return nil, errUnservedOwnerKind
 	}
 	namespace := ""
 	if res.Namespaced {
 		namespace = dependent.GetNamespace()
 		if namespace == "" {
-			return nil, errUnresolvable
+			return nil, errNamespacedOwner
 		}
 	}
 	owner, _, err := o.s.getObject(ctx, res, namespace, ref.Name)
