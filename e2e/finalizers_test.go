@@ -1130,6 +1130,49 @@ func TestGarbageCollectorAttempts(t *testing.T) {
 	gone("orphan")
 }
 
+// Owners that own each other, blocking each other's deletion, are deleted
+// in the foreground all the same: as kube's collector, the dependent that
+// would wait for an owner waiting for it stops blocking its owners first.
+func TestForegroundDeletionOfOwnerCycle(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	blockingRef := func(o *unstructured.Unstructured) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), UID: o.GetUID(), BlockOwnerDeletion: ptr.To(true)}
+	}
+	a, err := gadgets.Create(ctx, gadget("a", map[string]interface{}{}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gadget("b", map[string]interface{}{})
+	b.SetOwnerReferences([]metav1.OwnerReference{blockingRef(a)})
+	if b, err = gadgets.Create(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.SetOwnerReferences([]metav1.OwnerReference{blockingRef(b)})
+	if _, err := gadgets.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	foreground := metav1.DeletePropagationForeground
+	if err := gadgets.Delete(ctx, "a", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		eventually(t, 10*time.Second, name+" to go", func() (bool, error) {
+			got, err := gadgets.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			return false, fmt.Errorf("still there: finalizers %v, ownerReferences %s", got.GetFinalizers(), fmtJSON(got.GetOwnerReferences()))
+		})
+	}
+}
+
 // Creates racing a namespace's deletion never outlive it: what a create
 // admitted before the namespace turned Terminating stores is deleted with
 // the rest, as kube's namespace controller finds last-minute creates.

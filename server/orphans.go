@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
@@ -302,6 +303,16 @@ func (o *orphans) attemptToDelete(ctx context.Context, key storage.Key) (done bo
 	switch {
 	case waiting && len(o.dependentsOf(obj.GetUID())) > 0:
 		policy = metav1.DeletePropagationForeground
+		// A dependent of its own waiting in the foreground too may be
+		// waiting for it (a cycle of owners): as kube's collector, its
+		// references stop blocking their owners first, so that neither
+		// waits for the other forever.
+		if o.dependentWaits(ctx, obj.GetUID()) {
+			err := o.s.cascades.rewrite(ctx, res, key, unblockOwnerReferences)
+			if err != nil {
+				return false, err
+			}
+		}
 	case slices.Contains(fins, metav1.FinalizerOrphanDependents):
 		policy = metav1.DeletePropagationOrphan
 	case slices.Contains(fins, metav1.FinalizerDeleteDependents):
@@ -316,6 +327,39 @@ func (o *orphans) attemptToDelete(ctx context.Context, key storage.Key) (done bo
 		return true, nil // gone, or another object by that name now
 	}
 	return err == nil, err
+}
+
+// dependentWaits tells whether one of the objects referencing the owner
+// uid is itself being deleted in the foreground.
+func (o *orphans) dependentWaits(ctx context.Context, uid types.UID) bool {
+	for _, key := range o.dependentsOf(uid) {
+		res := o.s.resourceOf(key.Resource)
+		if res == nil {
+			continue
+		}
+		dep, _, err := o.s.getObject(ctx, res, key.Namespace, key.Name)
+		if err == nil && dep.GetDeletionTimestamp() != nil && slices.Contains(dep.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+			return true
+		}
+	}
+	return false
+}
+
+// unblockOwnerReferences makes every reference of obj that blocks its
+// owner's deletion stop blocking it; it tells whether obj changed.
+func unblockOwnerReferences(obj *unstructured.Unstructured) bool {
+	refs := obj.GetOwnerReferences()
+	changed := false
+	for i := range refs {
+		if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
+			refs[i].BlockOwnerDeletion = ptr.To(false)
+			changed = true
+		}
+	}
+	if changed {
+		obj.SetOwnerReferences(refs)
+	}
+	return changed
 }
 
 // resolveOwner returns the owner ref names, in the dependent's namespace
