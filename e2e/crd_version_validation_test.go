@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -280,6 +281,26 @@ spec:
 	}
 	if na := condition("things.badca.example.com", apiextensionsv1.NamesAccepted); na.Status != apiextensionsv1.ConditionTrue {
 		t.Errorf("NamesAccepted of a CRD with an invalid caBundle: %s %s, want True", na.Status, na.Reason)
+	}
+	// Its resource is not served: kube-apiserver's handler, which would
+	// serve it (names accepted), fails to build its converter and answers
+	// 500; a version it does not serve and the wrong scope are 404 first.
+	things := schema.GroupVersionResource{Group: "badca.example.com", Version: "v1", Resource: "things"}
+	_, err := k.Dyn.Resource(things).List(ctx, metav1.ListOptions{})
+	if se := (apierrors.APIStatus)(nil); !errors.As(err, &se) || se.Status().Code != http.StatusInternalServerError ||
+		se.Status().Reason != metav1.StatusReasonInternalError || se.Status().Message != "Internal error occurred: error resolving resource" {
+		t.Errorf("list of a CRD with an invalid caBundle: %v, want 500 InternalError \"error resolving resource\"", err)
+	}
+	if _, err := k.Dyn.Resource(things).Get(ctx, "x", metav1.GetOptions{}); !apierrors.IsInternalError(err) {
+		t.Errorf("get of a CRD with an invalid caBundle: %v, want 500", err)
+	}
+	things.Version = "v2"
+	if _, err := k.Dyn.Resource(things).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("list in a version the CRD does not define: %v, want 404", err)
+	}
+	things.Version = "v1"
+	if _, err := k.Dyn.Resource(things).Namespace("default").List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespaced list of a cluster-scoped CRD with an invalid caBundle: %v, want 404", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 
@@ -48,6 +49,10 @@ type crdController struct {
 	// as they commit): a CRD's conflicts are found without reading every
 	// other CRD, as kube-apiserver's naming controller reads its cache.
 	names map[string]groupNames
+	// badCABundle holds the CRDs kube-apiserver's handler would try to
+	// serve (names accepted) but cannot: their conversion webhook's
+	// caBundle does not parse.
+	badCABundle map[string]*apiextensionsv1.CustomResourceDefinition
 }
 
 // servedResource is the resource a CRD serves and what it was built from:
@@ -132,7 +137,7 @@ func newCRDController(s *Server, resolver webhookutil.ServiceResolver) (*crdCont
 	if err != nil {
 		return nil, err
 	}
-	return &crdController{s: s, converters: converters, queue: newWorkQueue[string, struct{}](), served: map[string]servedResource{}, refused: map[string]bool{}, names: map[string]groupNames{}}, nil
+	return &crdController{s: s, converters: converters, queue: newWorkQueue[string, struct{}](), served: map[string]servedResource{}, refused: map[string]bool{}, names: map[string]groupNames{}, badCABundle: map[string]*apiextensionsv1.CustomResourceDefinition{}}, nil
 }
 
 func (c *crdController) enqueue(name string) { c.queue.add(name, struct{}{}) }
@@ -202,6 +207,7 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		c.unserve(name)
 		c.mu.Lock()
 		delete(c.refused, name)
+		delete(c.badCABundle, name)
 		c.mu.Unlock()
 		return nil
 	}
@@ -233,10 +239,21 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 	// refused (it is then served under its accepted names, with its
 	// current spec).
 	serve := namesAccepted.Status == apiextensionsv1.ConditionTrue || established.Status == apiextensionsv1.ConditionTrue
-	if conv := crd.Spec.Conversion; conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil &&
-		len(webhookutil.ValidateCABundle(field.NewPath(""), conv.Webhook.ClientConfig.CABundle)) > 0 {
+	invalidCABundle := false
+	if conv := crd.Spec.Conversion; conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil {
+		invalidCABundle = len(webhookutil.ValidateCABundle(field.NewPath(""), conv.Webhook.ClientConfig.CABundle)) > 0
+	}
+	c.mu.Lock()
+	if serve && invalidCABundle {
+		c.badCABundle[name] = updated
+	} else {
+		delete(c.badCABundle, name)
+	}
+	c.mu.Unlock()
+	if invalidCABundle {
 		// A conversion webhook kapi cannot verify: not served, and not
-		// Established, as kube-apiserver's establishing controller says.
+		// Established, as kube-apiserver's establishing controller says;
+		// its resource's requests are answered 500 (unconvertible).
 		c.unserve(name)
 		if serve && !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
 			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -279,6 +296,27 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		return nil
 	}
 	return c.writeStatus(ctx, res, updated)
+}
+
+// unconvertible tells whether a request for plural in group and version
+// (in a namespace, or not) reaches a CRD whose names are accepted but
+// whose conversion webhook's caBundle does not parse: kube-apiserver's
+// handler fails to build its converter and answers 500 "error resolving
+// resource", after checking the request's scope and version as for any
+// CRD (else 404). Only a namespaced CRD's lists and watches go without a
+// namespace.
+func (c *crdController) unconvertible(group, version, plural string, namespaced, collection bool, method string) bool {
+	c.mu.Lock()
+	crd := c.badCABundle[plural+"."+group]
+	c.mu.Unlock()
+	if crd == nil {
+		return false
+	}
+	namespacedCRD := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+	if namespaced && !namespacedCRD || namespacedCRD && !namespaced && !(collection && method == http.MethodGet) {
+		return false
+	}
+	return apihelpers.HasServedCRDVersion(crd, version)
 }
 
 // apiApprovalCondition is the KubernetesAPIApprovalPolicyConformant

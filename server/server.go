@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -267,7 +268,7 @@ func (s *Server) serveAPIPath(w http.ResponseWriter, r *http.Request) {
 		s.serveAPIResources(w, r, group, version)
 		return
 	}
-	req, err := s.parseResourcePath(group, version, rest)
+	req, err := s.parseResourcePath(r.Method, group, version, rest)
 	if err != nil {
 		if req != nil {
 			// A custom resource's NotFound for a subresource its version
@@ -328,7 +329,7 @@ func (req *resourceRequest) actor() user.Info {
 // parseResourcePath parses [watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]].
 // With an error it returns the request too when the path named a custom
 // resource's version (its answer carries the version's warnings).
-func (s *Server) parseResourcePath(group, version string, parts []string) (*resourceRequest, error) {
+func (s *Server) parseResourcePath(method, group, version string, parts []string) (*resourceRequest, error) {
 	req := &resourceRequest{version: version}
 	if parts[0] == "watch" {
 		req.watchPath = true
@@ -350,6 +351,9 @@ func (s *Server) parseResourcePath(group, version string, parts []string) (*reso
 	}
 	res, ok := s.reg.Get(group, version, parts[0])
 	if !ok {
+		if s.crds.unconvertible(group, version, parts[0], req.namespace != "", len(parts) == 1, method) {
+			return nil, apierrors.NewInternalError(errors.New("error resolving resource"))
+		}
 		return nil, s.notFoundIn(group, version)
 	}
 	req.res = res
