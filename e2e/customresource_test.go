@@ -1313,6 +1313,52 @@ func TestCustomResourceDefaultOnRead(t *testing.T) {
 // schema may be applied, and is owned, once the CRD is updated (the field
 // managers of the resource were kept from before the change, so the new
 // field was "not declared in schema").
+// An explicit null in a server-side apply configuration is not dropped as
+// it is from a body: kube-apiserver's field manager hands the applied
+// object to validation as merged (defaulted), so a null where the schema
+// allows none and sets no default is refused (422), while one where it
+// sets a default is defaulted. A merge patch's null still removes the field.
+func TestCustomResourceApplyNulls(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	apply := func(name, spec string) (*unstructured.Unstructured, error) {
+		body := `{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"` + name + `"},"spec":` + spec + `}`
+		return gadgets.Patch(ctx, name, types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "tester"})
+	}
+	_, err := apply("nulls", `{"color":null,"replicas":2}`)
+	se := (apierrors.APIStatus)(nil)
+	if !errors.As(err, &se) || se.Status().Code != http.StatusUnprocessableEntity {
+		t.Fatalf("apply creating with color: null: %v, want 422", err)
+	}
+	if causes := se.Status().Details.Causes; len(causes) == 0 || causes[0].Field != "spec.color" ||
+		causes[0].Message != `Invalid value: "null": spec.color in body must be of type string: "null"` {
+		t.Errorf("apply creating with color: null: causes %s, want spec.color's type error first", fmtJSON(causes))
+	}
+	if _, err := apply("nulls", `{"color":"red","replicas":2}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply("nulls", `{"color":null,"replicas":2}`); !apierrors.IsInvalid(err) {
+		t.Errorf("apply updating with color: null: %v, want 422", err)
+	}
+	got, err := apply("nulls", `{"color":"red","replicas":2,"mode":null}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, _, _ := unstructured.NestedString(got.Object, "spec", "mode"); mode != "Auto" {
+		t.Errorf("apply with mode: null: mode %q, want the default Auto", mode)
+	}
+	got, err = gadgets.Patch(ctx, "nulls", types.MergePatchType, []byte(`{"spec":{"color":null}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("merge patch with color: null: %v", err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "color"); found {
+		t.Errorf("merge patch with color: null: spec %s, want color removed", fmtJSON(got.Object["spec"]))
+	}
+}
+
 func TestCustomResourceApplyAfterSchemaChange(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)

@@ -170,7 +170,11 @@ func plainTypeMeta(obj map[string]any) bool {
 // are strict errors found before (a patch's own, a YAML body's duplicate
 // keys), reported first, as kube-apiserver reports them.
 func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, body []byte, fieldValidation string, leading ...error) (*unstructured.Unstructured, error) {
-	obj, strictErrs, err := req.res.Strategy.Decode(req.version, body)
+	decode := req.res.Strategy.Decode
+	if ad, ok := req.res.Strategy.(registry.AppliedDecodeStrategy); ok && req.applied {
+		decode = ad.DecodeApplied
+	}
+	obj, strictErrs, err := decode(req.version, body)
 	// kube-apiserver reads a body's apiVersion and kind before anything
 	// else: JSON whose apiVersion or kind is not a string is unrecognized.
 	// A body the kind decoded cleanly is valid JSON, and its apiVersion

@@ -281,6 +281,8 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
+		req.applied = true
+		defer func() { req.applied = false }()
 		return s.patchedObject(w, r, req, live, data, opts.FieldValidation, nil)
 	}
 

@@ -294,8 +294,9 @@ type resourceRequest struct {
 	subresource string
 	// watchPath is true for the deprecated /watch/ paths.
 	watchPath bool
-	// isPatch is true while a PATCH decodes its result.
-	isPatch bool
+	// isPatch is true while a PATCH decodes its result; applied while
+	// that result is a server-side apply's.
+	isPatch, applied bool
 	// patchQuote, when set, is what an error of a patch's result quotes
 	// as the invalid patch (a strategic merge patch's: the patch itself,
 	// as a Go map prints, as kube-apiserver quotes it); else the patched

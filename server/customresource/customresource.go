@@ -349,6 +349,19 @@ func tableFrom(tc interface {
 // fieldValidation; the unknown ones are pruned), object meta coercion and
 // defaults, as kube-apiserver's decoder does for custom resources.
 func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []error, error) {
+	return s.decode(v, body, true)
+}
+
+// DecodeApplied decodes the result of a server-side apply as Decode does
+// a body, but keeps its explicit nulls: kube-apiserver's field manager
+// hands the applied object to validation as it merged it, defaulted but
+// not run through the decoder (a null where the schema allows none is
+// then a 422, as under kube).
+func (s *strategy) DecodeApplied(v string, body []byte) (*unstructured.Unstructured, []error, error) {
+	return s.decode(v, body, false)
+}
+
+func (s *strategy) decode(v string, body []byte, dropNulls bool) (*unstructured.Unstructured, []error, error) {
 	obj, strict, err := unstructuredjson.UnmarshalStrict(body)
 	if err != nil {
 		return nil, nil, err
@@ -369,7 +382,9 @@ func (s *strategy) Decode(v string, body []byte) (*unstructured.Unstructured, []
 	// An explicit null where the schema allows none and has no default is
 	// dropped, as kube-apiserver's decoder drops it (Helm renders empty
 	// values so).
-	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, ver.structural)
+	if dropNulls {
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, ver.structural)
+	}
 	fieldErr, metaUnknown := schemaobjectmeta.CoerceWithOptions(nil, obj, ver.structural, true, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
 	if fieldErr != nil && fieldErr.Field == "metadata" {
 		// kube-apiserver reads the object's metadata before coercing the

@@ -53,6 +53,15 @@ type Strategy interface {
 	TracksGeneration() bool
 }
 
+// AppliedDecodeStrategy is implemented by the strategies of kinds whose
+// server-side apply result is decoded otherwise than a request body: a
+// custom resource's keeps its explicit nulls, which kube-apiserver's
+// decoder drops from a body but its field manager leaves in an applied
+// object (validation then refuses them where the schema allows none).
+type AppliedDecodeStrategy interface {
+	DecodeApplied(version string, body []byte) (*unstructured.Unstructured, []error, error)
+}
+
 // WarningStrategy is implemented by the strategies of kinds that warn about
 // a valid write (kube-apiserver's WarningsOnCreate and WarningsOnUpdate):
 // the warnings reach the client as Warning headers.
