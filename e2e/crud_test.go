@@ -701,23 +701,45 @@ func TestUpdateSemantics(t *testing.T) {
 			}
 			path := collectionPath(tc.gvr) + "/" + tc.name
 
-			// Without metadata.resourceVersion.
-			body := cur.DeepCopy()
-			body.SetResourceVersion("")
-			body.SetLabels(map[string]string{"unconditional": "yes"})
-			r := k.do(t, "PUT", path, mustJSON(t, body.Object))
-			if tc.unconditional {
-				if r.Code != http.StatusOK {
-					t.Errorf("unconditional PUT: %d %s, want 200", r.Code, r.Body)
+			// Without metadata.resourceVersion: none, "0" (kube-apiserver's
+			// store parses it as a number), or removed by a patch.
+			unconditionalWrite := func(what string, r httpResult) {
+				t.Helper()
+				if tc.unconditional {
+					if r.Code != http.StatusOK {
+						t.Errorf("unconditional %s: %d %s, want 200", what, r.Code, r.Body)
+					}
+					return
 				}
-			} else {
 				// Worded as kube-apiserver's store words it: under the
 				// resource's name, the value parsed.
 				want := fmt.Sprintf(`%s "%s" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`, schema.GroupResource{Group: tc.gvr.Group, Resource: tc.gvr.Resource}, tc.name)
 				st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, want)
 				if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "metadata.resourceVersion" {
-					t.Errorf("causes %+v, want metadata.resourceVersion", st.Details)
+					t.Errorf("%s: causes %+v, want metadata.resourceVersion", what, st.Details)
 				}
+			}
+			for _, rv := range []string{"", "0"} {
+				body := cur.DeepCopy()
+				body.SetResourceVersion(rv)
+				body.SetLabels(map[string]string{"unconditional": "yes"})
+				unconditionalWrite(fmt.Sprintf("PUT with resourceVersion %q", rv), k.do(t, "PUT", path, mustJSON(t, body.Object)))
+			}
+			unconditionalWrite("JSON patch removing the resourceVersion", k.do(t, "PATCH", path,
+				[]byte(`[{"op":"remove","path":"/metadata/resourceVersion"},{"op":"add","path":"/metadata/labels","value":{"unconditional":"patched"}}]`),
+				"Content-Type: application/json-patch+json"))
+			// The resourceVersion is a number: with a leading zero it is
+			// the same one.
+			cur, err = k.Dyn.Resource(tc.gvr).Get(ctx, tc.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := cur.DeepCopy()
+			body.SetResourceVersion("0" + cur.GetResourceVersion())
+			body.SetLabels(map[string]string{"leading": "zero"})
+			r := k.do(t, "PUT", path, mustJSON(t, body.Object))
+			if r.Code != http.StatusOK {
+				t.Errorf("PUT with the resourceVersion written with a leading zero: %d %s, want 200", r.Code, r.Body)
 			}
 
 			// A uid in the body is a precondition.

@@ -863,15 +863,27 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		// The resourceVersion precondition, checked after the mutating
 		// admission as kube-apiserver's store checks it (a webhook that
 		// denies answers first).
+		// As kube-apiserver's store reads it, the resourceVersion is a
+		// number: "" and "0" are none, which the kind must allow (an
+		// unconditional update) or which is a 422; a patch that leaves
+		// the stored one in place sets none of its own (its write is made
+		// again on a race), one that removes it sets none at all.
 		clientRV := obj.GetResourceVersion()
+		conditional := false
 		if patched && clientRV == old.GetResourceVersion() {
-			clientRV = "" // the patch set none
-		} else if clientRV == "" && !patched && !res.Strategy.AllowUnconditionalUpdate() {
+			clientRV = ""
+		} else if want, err := strconv.ParseUint(clientRV, 10, 64); clientRV != "" && err != nil {
+			// kube-apiserver answers its parse error as a 500; it can
+			// match no stored version.
+			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
+		} else if want == 0 && !res.Strategy.AllowUnconditionalUpdate() {
 			// As kube-apiserver's store words it: under the resource's name.
 			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, req.name, fieldErrorRVRequired())
-		}
-		if clientRV != "" && clientRV != old.GetResourceVersion() {
-			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
+		} else if want != 0 {
+			if strconv.FormatUint(want, 10) != old.GetResourceVersion() {
+				return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
+			}
+			conditional = true
 		}
 		obj.SetResourceVersion(old.GetResourceVersion())
 		if req.subresource == "finalize" {
@@ -941,7 +953,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		// Without a client precondition a write that lost a race is made
 		// again on what won, for as long as the request lasts, as kube's
 		// store loops (no 409 for a patch without a resourceVersion).
-		if errors.Is(err, storage.ErrConflict) && clientRV == "" && ctx.Err() == nil {
+		if errors.Is(err, storage.ErrConflict) && !conditional && ctx.Err() == nil {
 			continue
 		}
 		if err != nil {
