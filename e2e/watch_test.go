@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -387,4 +389,61 @@ func TestWatchFromResourceVersion(t *testing.T) {
 			}
 		})
 	})
+}
+
+// A watch asked for over a WebSocket, as a browser or a dashboard asks
+// for it (through kubectl proxy, say), gets each event as a text message
+// of the event's JSON line, as from kube-apiserver.
+func TestWatchOverWebSocket(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	// kubectl proxy passes the upgrade through: kapi must switch
+	// protocols for it to (it answers 500 to a watch that does not).
+	requireKubectl(t)
+	proxy := exec.CommandContext(ctx, "kubectl", "--kubeconfig", k.Kubeconfig, "--cache-dir", k.cacheDir, "proxy", "--port=0")
+	stdout, err := proxy.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Process.Kill(); _ = proxy.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	_, proxyAddr, found := strings.Cut(strings.TrimSpace(line), "Starting to serve on ")
+	if err != nil || !found {
+		t.Fatalf("kubectl proxy said %q (%v)", line, err)
+	}
+
+	for _, base := range []string{strings.TrimPrefix(k.URL, "http://"), proxyAddr} {
+		list, err := k.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := websocket.Dial("ws://"+base+"/api/v1/namespaces?watch=true&resourceVersion="+list.ResourceVersion, "", "http://localhost/")
+		if err != nil {
+			t.Fatalf("WebSocket watch through %s: %v", base, err)
+		}
+		name := "ws-" + strings.NewReplacer(".", "-", ":", "-").Replace(base)
+		if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var msg string
+		if err := websocket.Message.Receive(ws, &msg); err != nil {
+			t.Fatalf("reading the watch through %s: %v", base, err)
+		}
+		var ev struct {
+			Type   string           `json:"type"`
+			Object corev1.Namespace `json:"object"`
+		}
+		if err := json.Unmarshal([]byte(msg), &ev); err != nil || !strings.HasSuffix(msg, "}\n") {
+			t.Fatalf("message through %s is not an event's JSON line: %q (%v)", base, msg, err)
+		}
+		if ev.Type != "ADDED" || ev.Object.Name != name || ev.Object.Kind != "Namespace" {
+			t.Errorf("event through %s: %s %s %s, want ADDED Namespace %s", base, ev.Type, ev.Object.Kind, ev.Object.Name, name)
+		}
+		ws.Close()
+	}
 }

@@ -4,11 +4,13 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
@@ -524,6 +526,16 @@ func (w *statusRecorder) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack hands the connection to a WebSocket watch (golang.org/x/net's
+// handshake takes it from the writer itself, not through Unwrap).
+func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.code = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
 
 // responseCode is the status code written through w, as the statusRecorder
 // under it saw it (200 when there is none).

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"golang.org/x/net/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -21,6 +23,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	compbasemetrics "k8s.io/component-base/metrics"
 
@@ -91,14 +94,33 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, err)
 		return
 	}
+	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	if wsstream.IsWebSocketRequest(r) {
+		// As kube-apiserver's watch: over a WebSocket (a browser's, or
+		// one through kubectl proxy), each event is a text message of
+		// the event's JSON line.
+		websocket.Handler(func(ws *websocket.Conn) {
+			ws.PayloadType = websocket.TextFrame
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			go func() {
+				// The client sends nothing: its reads end when it goes.
+				_, _ = io.Copy(io.Discard, ws)
+				cancel()
+			}()
+			if timeout >= 0 {
+				s.streamWatch(ctx, webSocketFrames{ws}, r, req, out, sel, opts, timeout)
+			}
+		}).ServeHTTP(w, r)
+		return
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, r, apierrors.NewInternalError(errors.New("streaming is not supported")))
 		return
-	}
-	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	if timeout < 0 {
 		// Already past its deadline: kube-apiserver's watch ends at once.
@@ -106,7 +128,52 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	frames := &responseFrames{w: w, flusher: flusher}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	s.streamWatch(r.Context(), frames, r, req, out, sel, opts, timeout)
+}
+
+// watchFrames is where a watch's frames (one event's JSON line each) go.
+type watchFrames interface {
+	write(frame []byte) error
+	// cut ends a write blocked on a client that stopped reading, and
+	// the writes after it.
+	cut()
+}
+
+// responseFrames are the chunks of a streamed response body.
+type responseFrames struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+}
+
+func (f *responseFrames) write(frame []byte) error {
+	if _, err := f.w.Write(frame); err != nil {
+		return err
+	}
+	f.flusher.Flush()
+	return nil
+}
+
+func (f *responseFrames) cut() { _ = http.NewResponseController(f.w).SetWriteDeadline(time.Now()) }
+
+// webSocketFrames are a WebSocket's messages.
+type webSocketFrames struct{ ws *websocket.Conn }
+
+func (f webSocketFrames) write(frame []byte) error {
+	_, err := f.ws.Write(frame)
+	return err
+}
+
+func (f webSocketFrames) cut() { _ = f.ws.SetWriteDeadline(time.Now()) }
+
+// streamWatch sends the watch's events to frames until the watch ends:
+// its timeout, the client going, the server stopping, the resource's CRD
+// changing, or the client falling too far behind.
+func (s *Server) streamWatch(parent context.Context, frames watchFrames, r *http.Request, req *resourceRequest, out output, sel *selection, opts *metainternalversion.ListOptions, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 
 	// Subscribe before reading the start state, so no write falls between.
@@ -115,7 +182,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	events := make(chan *sharedEvent, watchBuffer)
 	overflow := make(chan struct{})
 	resource := req.res.StorageResource()
-	rc := http.NewResponseController(w)
 	subRev, unsubscribe := s.store.SubscribeAt(func(ev storage.Event) {
 		if ev.Object.Resource != resource {
 			return
@@ -131,7 +197,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 				// write: end that write now, so that the events it pins
 				// are freed, as kube-apiserver closes an unresponsive
 				// watcher.
-				_ = rc.SetWriteDeadline(time.Now())
+				frames.cut()
 			}
 		}
 	})
@@ -153,16 +219,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		select {
 		case <-done:
 		case <-time.After(watchEndGrace):
-			_ = http.NewResponseController(w).SetWriteDeadline(time.Now())
+			frames.cut()
 		}
 	}()
 	defer func() { close(done); <-unblocked }()
 
-	ww := newWatchWriter(s, w, r, flusher, req, out, sel)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-
+	ww := newWatchWriter(s, frames, r, req, out, sel)
 	last, err := s.watchStart(ctx, ww, opts, subRev)
 	if errors.Is(err, errWatchEnded) {
 		return
@@ -332,13 +394,12 @@ func (s *Server) watchStart(ctx context.Context, ww *watchWriter, opts *metainte
 
 // watchWriter writes the events of one watch.
 type watchWriter struct {
-	s       *Server
-	w       http.ResponseWriter
-	r       *http.Request
-	flusher http.Flusher
-	req     *resourceRequest
-	out     output
-	sel     *selection
+	s      *Server
+	frames watchFrames
+	r      *http.Request
+	req    *resourceRequest
+	out    output
+	sel    *selection
 	// shape is the form this watcher's objects take, for sharing their
 	// encoding with the other watchers of an event; shareable is false when
 	// the form cannot be shared (invalid table options: each watcher then
@@ -360,8 +421,8 @@ func (ww *watchWriter) countEvent() {
 	ww.sent.Inc()
 }
 
-func newWatchWriter(s *Server, w http.ResponseWriter, r *http.Request, flusher http.Flusher, req *resourceRequest, out output, sel *selection) *watchWriter {
-	ww := &watchWriter{s: s, w: w, r: r, flusher: flusher, req: req, out: out, sel: sel, shareable: true}
+func newWatchWriter(s *Server, frames watchFrames, r *http.Request, req *resourceRequest, out output, sel *selection) *watchWriter {
+	ww := &watchWriter{s: s, frames: frames, r: r, req: req, out: out, sel: sel, shareable: true}
 	ww.shape = watchShape{res: req.res, version: req.version, as: out.as, asVersion: out.version}
 	if out.as == "Table" {
 		// What s.table reads from the request: the only part of it that
@@ -688,9 +749,5 @@ func (ww *watchWriter) write(ev watchEvent) bool {
 }
 
 func (ww *watchWriter) writeFrame(data []byte) bool {
-	if _, err := ww.w.Write(data); err != nil {
-		return false
-	}
-	ww.flusher.Flush()
-	return true
+	return ww.frames.write(data) == nil
 }

@@ -263,7 +263,7 @@ func TestWatchFrameEncoding(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := httptest.NewRecorder()
-			ww := &watchWriter{w: rec, flusher: rec}
+			ww := &watchWriter{frames: &responseFrames{w: rec, flusher: rec}}
 			ww.writeObjectEvent(typ, data)
 			if got := rec.Body.Bytes(); !bytes.Equal(got, want) {
 				t.Errorf("frame:\n got %s\nwant %s", got, want)
@@ -311,7 +311,8 @@ func TestSharedEventConcurrent(t *testing.T) {
 			defer wg.Done()
 			r := httptest.NewRequest(http.MethodGet, deviceClasses+"?watch=true", nil)
 			sel, _ := newSelection(res, "", &metainternalversion.ListOptions{})
-			ww := newWatchWriter(s, httptest.NewRecorder(), r, nil, &resourceRequest{res: res, version: "v1beta2"}, outs[i%len(outs)], sel)
+			rec := httptest.NewRecorder()
+			ww := newWatchWriter(s, &responseFrames{w: rec, flusher: rec}, r, &resourceRequest{res: res, version: "v1beta2"}, outs[i%len(outs)], sel)
 			obj, err := se.object()
 			if err != nil {
 				t.Error(err)
