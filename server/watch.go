@@ -128,15 +128,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	frames := &responseFrames{w: w, flusher: flusher}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	s.streamWatch(r.Context(), frames, r, req, out, sel, opts, timeout)
+	s.streamWatch(r.Context(), &responseFrames{w: w, flusher: flusher}, r, req, out, sel, opts, timeout)
 }
 
 // watchFrames is where a watch's frames (one event's JSON line each) go.
 type watchFrames interface {
+	// begin starts the stream, once the watch is subscribed.
+	begin()
 	write(frame []byte) error
 	// cut ends a write blocked on a client that stopped reading, and
 	// the writes after it.
@@ -147,6 +145,12 @@ type watchFrames interface {
 type responseFrames struct {
 	w       http.ResponseWriter
 	flusher http.Flusher
+}
+
+func (f *responseFrames) begin() {
+	f.w.Header().Set("Content-Type", "application/json")
+	f.w.WriteHeader(http.StatusOK)
+	f.flusher.Flush()
 }
 
 func (f *responseFrames) write(frame []byte) error {
@@ -161,6 +165,8 @@ func (f *responseFrames) cut() { _ = http.NewResponseController(f.w).SetWriteDea
 
 // webSocketFrames are a WebSocket's messages.
 type webSocketFrames struct{ ws *websocket.Conn }
+
+func (f webSocketFrames) begin() {} // the handshake did
 
 func (f webSocketFrames) write(frame []byte) error {
 	_, err := f.ws.Write(frame)
@@ -225,6 +231,8 @@ func (s *Server) streamWatch(parent context.Context, frames watchFrames, r *http
 	defer func() { close(done); <-unblocked }()
 
 	ww := newWatchWriter(s, frames, r, req, out, sel)
+	frames.begin()
+
 	last, err := s.watchStart(ctx, ww, opts, subRev)
 	if errors.Is(err, errWatchEnded) {
 		return
