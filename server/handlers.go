@@ -869,20 +869,20 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		// the stored one in place sets none of its own (its write is made
 		// again on a race), one that removes it sets none at all.
 		clientRV := obj.GetResourceVersion()
+		want, parseErr := strconv.ParseUint(clientRV, 10, 64)
 		conditional := false
-		if patched && clientRV == old.GetResourceVersion() {
-			clientRV = ""
-		} else if want, err := strconv.ParseUint(clientRV, 10, 64); clientRV != "" && err != nil {
+		switch {
+		case patched && clientRV == old.GetResourceVersion():
+		case clientRV != "" && parseErr != nil:
 			// kube-apiserver answers its parse error as a 500; it can
 			// match no stored version.
 			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
-		} else if want == 0 && !res.Strategy.AllowUnconditionalUpdate() {
+		case want == 0 && !res.Strategy.AllowUnconditionalUpdate():
 			// As kube-apiserver's store words it: under the resource's name.
 			return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.Group, Kind: res.Plural}, req.name, fieldErrorRVRequired())
-		} else if want != 0 {
-			if strconv.FormatUint(want, 10) != old.GetResourceVersion() {
-				return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
-			}
+		case want != 0 && strconv.FormatUint(want, 10) != old.GetResourceVersion():
+			return nil, apierrors.NewConflict(res.GroupResource(), req.name, errors.New(registryConflictMessage))
+		case want != 0:
 			conditional = true
 		}
 		obj.SetResourceVersion(old.GetResourceVersion())
