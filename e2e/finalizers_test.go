@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -466,6 +467,53 @@ func TestUpdateCannotSetDeletionTimestamp(t *testing.T) {
 // /finalize changes all of a namespace but its status, as kube-apiserver's
 // finalize strategy: spec.finalizers and metadata, recorded in
 // managedFields with the subresource.
+// The first DELETE of a namespace only marks it Terminating, as
+// kube-apiserver's namespace storage does, even when its spec.finalizers
+// are gone already (kube's namespace controller then leaves it: a second
+// DELETE removes it); orphanDependents: false asks for the foreground.
+func TestNamespaceFirstDelete(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	namespaces := k.Client.CoreV1().Namespaces()
+	ns, err := namespaces.Create(ctx, newNamespace("unfinalized"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := namespaces.Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := k.do(t, "DELETE", "/api/v1/namespaces/unfinalized", nil)
+	var got corev1.Namespace
+	if err := json.Unmarshal(r.Body, &got); r.Code != http.StatusOK || err != nil || got.Kind != "Namespace" ||
+		got.Status.Phase != corev1.NamespaceTerminating || got.DeletionTimestamp == nil {
+		t.Fatalf("first DELETE: %d %s, want 200 and the namespace Terminating", r.Code, r.Body)
+	}
+	time.Sleep(time.Second) // the namespace controller has looked at it
+	if still, err := namespaces.Get(ctx, "unfinalized", metav1.GetOptions{}); err != nil || still.Status.Phase != corev1.NamespaceTerminating {
+		t.Fatalf("after the first DELETE: %v %v, want the namespace kept Terminating", err, still.Status.Phase)
+	}
+	if r := k.do(t, "DELETE", "/api/v1/namespaces/unfinalized", nil); r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"kind":"Status"`) {
+		t.Errorf("second DELETE: %d %s, want 200 and a Status", r.Code, r.Body)
+	}
+	if _, err := namespaces.Get(ctx, "unfinalized", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the second DELETE: %v, want NotFound", err)
+	}
+
+	if _, err := namespaces.Create(ctx, newNamespace("cascading"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = k.do(t, "DELETE", "/api/v1/namespaces/cascading", []byte(`{"kind":"DeleteOptions","apiVersion":"v1","orphanDependents":false}`))
+	if err := json.Unmarshal(r.Body, &got); r.Code != http.StatusAccepted || err != nil || !slices.Contains(got.Finalizers, metav1.FinalizerDeleteDependents) {
+		t.Errorf("DELETE with orphanDependents false: %d %s, want 202 and the foregroundDeletion finalizer", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "the cascading namespace to go", func() (bool, error) {
+		_, err := namespaces.Get(ctx, "cascading", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
 func TestNamespaceFinalizeKeepsMetadata(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)

@@ -91,6 +91,12 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 	}
 	switch res.Kind {
 	case "Namespace":
+		// A namespace whose spec.finalizers are gone already is left as
+		// it is, as kube's namespace controller leaves it (a later DELETE
+		// removes it).
+		if fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers"); len(fins) == 0 {
+			return true, nil
+		}
 		// A create admitted before the namespace turned Terminating may
 		// still be on its way to the store: wait for it (kube's controller
 		// waits a grace period for such last-minute creates).

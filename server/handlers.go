@@ -1182,7 +1182,7 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 		obj.SetFinalizers(fins)
 		pending := len(fins) > 0
 		if ds, ok := res.Strategy.(registry.DeleteStrategy); ok {
-			p, err := ds.PrepareForDelete(ctx, obj)
+			p, err := ds.PrepareForDelete(ctx, obj, opts)
 			if err != nil {
 				return nil, false, err
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kapi-dev/kapi/server/registry"
@@ -121,7 +122,7 @@ func TestNamespaceCreateDefaults(t *testing.T) {
 func TestImmortalNamespacesCannotBeDeleted(t *testing.T) {
 	r := resource(t, "namespaces")
 	obj, _ := decode(t, r, "v1", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`)
-	_, err := r.Strategy.(registry.DeleteStrategy).PrepareForDelete(context.Background(), obj)
+	_, err := r.Strategy.(registry.DeleteStrategy).PrepareForDelete(context.Background(), obj, &metav1.DeleteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "may not be deleted") {
 		t.Fatalf("delete of default: err = %v", err)
 	}

@@ -82,7 +82,7 @@ func crdResource() *registry.Resource {
 		validateStatusUpdate: func(crd, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
 			return crdStatusStrategy.ValidateUpdate(ctx, toInternalCRD(crd), toInternalCRD(old))
 		},
-		prepareDelete: func(crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+		prepareDelete: func(crd *apiextensionsv1.CustomResourceDefinition, _ *metav1.DeleteOptions) (bool, error) {
 			// As kube-apiserver: the CRD is held by a finalizer and marked
 			// Terminating until its custom resources are deleted.
 			if !hasString(crd.Finalizers, CRDCleanupFinalizer) {

@@ -78,12 +78,25 @@ func namespaceResource() *registry.Resource {
 			}
 			return errs
 		},
-		prepareDelete: func(ns *corev1.Namespace) (bool, error) {
+		prepareDelete: func(ns *corev1.Namespace, opts *metav1.DeleteOptions) (bool, error) {
 			if immortalNamespaces[ns.Name] {
 				return false, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, ns.Name, errors.New("this namespace may not be deleted"))
 			}
+			if !ns.DeletionTimestamp.IsZero() {
+				// A later DELETE, once its finalizers are gone: the
+				// generic store's deletion, as kube-apiserver's.
+				return len(ns.Spec.Finalizers) > 0, nil
+			}
+			// As kube-apiserver's namespace storage, the first DELETE only
+			// marks the namespace Terminating (its controller finishes
+			// it), and orphanDependents: false asks for the foreground
+			// (the generic store reads it as the background).
 			ns.Status.Phase = corev1.NamespaceTerminating
-			return len(ns.Spec.Finalizers) > 0, nil
+			//nolint:staticcheck // orphanDependents is deprecated, still read
+			if o := opts.OrphanDependents; o != nil && !*o && !hasString(ns.Finalizers, metav1.FinalizerDeleteDependents) {
+				ns.Finalizers = append(ns.Finalizers, metav1.FinalizerDeleteDependents)
+			}
+			return true, nil
 		},
 		holdsDeletion: func(ns *corev1.Namespace) bool { return len(ns.Spec.Finalizers) > 0 },
 	}

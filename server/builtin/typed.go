@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -40,7 +41,7 @@ type typed[T any] struct {
 	validateFinalizeUpdate func(obj, old *T) field.ErrorList
 
 	// prepareDelete marks a pending deletion (nil: none beyond finalizers).
-	prepareDelete func(*T) (bool, error)
+	prepareDelete func(*T, *metav1.DeleteOptions) (bool, error)
 	// holdsDeletion tells whether the kind holds an object being deleted
 	// beyond its metadata.finalizers (nil: it does not).
 	holdsDeletion func(*T) bool
@@ -177,11 +178,11 @@ func (s *typed[T]) HoldsDeletion(u *unstructured.Unstructured) bool {
 	return s.holdsDeletion != nil && s.holdsDeletion(mustTyped[T](u))
 }
 
-func (s *typed[T]) PrepareForDelete(ctx context.Context, u *unstructured.Unstructured) (pending bool, err error) {
+func (s *typed[T]) PrepareForDelete(ctx context.Context, u *unstructured.Unstructured, opts *metav1.DeleteOptions) (pending bool, err error) {
 	if s.prepareDelete == nil {
 		return false, nil
 	}
-	s.with(u, func(obj *T) { pending, err = s.prepareDelete(obj) })
+	s.with(u, func(obj *T) { pending, err = s.prepareDelete(obj, opts) })
 	return pending, err
 }
 

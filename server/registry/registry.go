@@ -89,9 +89,9 @@ type FinalizeStrategy interface {
 // custom resources).
 type DeleteStrategy interface {
 	// PrepareForDelete marks obj as being deleted (conditions, phase,
-	// finalizers) and tells whether the deletion must wait.
-	// A returned error refuses the deletion.
-	PrepareForDelete(ctx context.Context, obj *unstructured.Unstructured) (pending bool, err error)
+	// finalizers) by the DELETE with opts, and tells whether the deletion
+	// must wait. A returned error refuses the deletion.
+	PrepareForDelete(ctx context.Context, obj *unstructured.Unstructured, opts *metav1.DeleteOptions) (pending bool, err error)
 	// HoldsDeletion tells whether the kind still holds an object being
 	// deleted once its metadata.finalizers are gone (a namespace until its
 	// spec.finalizers are).
