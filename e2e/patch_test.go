@@ -824,6 +824,17 @@ func TestPatchErrors(t *testing.T) {
 		unchanged(t)
 	})
 
+	t.Run("strategic merge patch directive the library panics on", func(t *testing.T) {
+		// kube-apiserver's library panics on it (kube answers 500): a
+		// malformed patch.
+		if _, err := k.Client.ResourceV1beta2().DeviceClasses().Create(ctxT(t), newDeviceClass("smp.example.com"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := `{"spec":{"$setElementOrder/selectors":[{"cel":{"expression":"true"}}]}}`
+		expectStatus(t, k.do(t, "PATCH", collectionPath(gvrDevClasses)+"/smp.example.com", []byte(p), smPatch), http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			"the strategic merge patch cannot be applied")
+	})
+
 	t.Run("JSON patch test fails", func(t *testing.T) {
 		p := `[{"op":"test","path":"/webhooks/0/timeoutSeconds","value":99},{"op":"replace","path":"/webhooks/0/timeoutSeconds","value":5}]`
 		expectStatus(t, k.do(t, "PATCH", path, []byte(p), jsonPatch), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,

@@ -188,7 +188,7 @@ func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch
 		if err := utiljson.Unmarshal(patch, &patchMap); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		patched, err := strategicpatch.StrategicMergePatch(original, patch, req.res.GoType(req.version))
+		patched, err := strategicMergePatch(original, patch, req.res.GoType(req.version))
 		if err != nil {
 			return nil, interpretStrategicMergePatchError(err)
 		}
@@ -196,6 +196,19 @@ func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch
 		return patched, nil
 	}
 	return nil, apierrors.NewBadRequest(fmt.Sprintf("unsupported patch type %q", patchType))
+}
+
+// strategicMergePatch applies patch to original with the library, which
+// panics on some malformed directives (a $setElementOrder list of objects
+// for a list it merges as primitives), as it does under kube-apiserver,
+// which answers them 500: here they are the malformed patch (400) they are.
+func strategicMergePatch(original, patch []byte, dataStruct interface{}) (patched []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			patched, err = nil, fmt.Errorf("the strategic merge patch cannot be applied: %v", v)
+		}
+	}()
+	return strategicpatch.StrategicMergePatch(original, patch, dataStruct)
 }
 
 // interpretStrategicMergePatchError maps the strategic merge patch
