@@ -1178,6 +1178,73 @@ func TestGarbageCollectorAttempts(t *testing.T) {
 	gone("orphan")
 }
 
+// The collector's removal of a foreground deletion's finalizer that fails
+// (admission refuses it here; a write racing it would do as well) is made
+// again, as kube's collector retries it, until the owner goes.
+func TestForegroundFinalizerRemovalRetried(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("default")
+	policy := newVAP("hold-for-collector")
+	policy.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	policy.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"dyn.example.com"}, APIVersions: []string{"*"}, Resources: []string{"gadgets"}}
+	policy.Spec.Validations = []admissionregistrationv1.Validation{{
+		Expression: `!has(object.metadata.labels) || !('hold' in object.metadata.labels) ||
+			(request.userInfo.username != 'system:serviceaccount:kube-system:generic-garbage-collector' && object.metadata.labels['hold'] != 'everyone')`,
+		Message: "held",
+	}}
+	bindPolicy(t, k, policy)
+	probe, err := gadgets.Create(ctx, gadget("probe", map[string]interface{}{}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.SetLabels(map[string]string{"hold": "everyone"})
+	eventually(t, 10*time.Second, "the policy to apply", func() (bool, error) {
+		_, err := gadgets.Update(ctx, probe, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "held"), err
+	})
+
+	owner := gadget("owner", map[string]interface{}{})
+	owner.SetLabels(map[string]string{"hold": "collector"})
+	o, err := gadgets.Create(ctx, owner, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dependent := gadget("dependent", map[string]interface{}{})
+	dependent.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), UID: o.GetUID(), BlockOwnerDeletion: ptr.To(true)}})
+	if _, err := gadgets.Create(ctx, dependent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gadgets.Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the dependent to go", func() (bool, error) {
+		_, err := gadgets.Get(ctx, "dependent", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	time.Sleep(1500 * time.Millisecond) // the collector's removal of the finalizer is refused
+	held, err := gadgets.Get(ctx, "owner", metav1.GetOptions{})
+	if err != nil || !slices.Contains(held.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+		t.Fatalf("owner while the policy refuses the collector: %v %v, want it kept with foregroundDeletion", err, held)
+	}
+	held.SetLabels(nil)
+	if _, err := gadgets.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the owner to go", func() (bool, error) {
+		got, err := gadgets.Get(ctx, "owner", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("finalizers %v", got.GetFinalizers())
+	})
+}
+
 // Owners that own each other, blocking each other's deletion, are deleted
 // in the foreground all the same: as kube's collector, the dependent that
 // would wait for an owner waiting for it stops blocking its owners first.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/storage"
@@ -139,7 +140,9 @@ func (c *cascades) finish(ctx context.Context, res *registry.Resource, key stora
 			return false, refused
 		}
 	}
-	return true, c.removeFinalizer(ctx, res, key, finalizer)
+	// A failed removal (a write that raced it, admission) is made again.
+	err = c.removeFinalizer(ctx, res, key, finalizer)
+	return err == nil, err
 }
 
 // dependent is an object with an owner reference to the owner at hand.
@@ -228,14 +231,19 @@ func (c *cascades) removeFinalizer(ctx context.Context, res *registry.Resource, 
 // for deletion that is left without finalizers is deleted.
 func (c *cascades) rewrite(ctx context.Context, res *registry.Resource, key storage.Key, change func(*unstructured.Unstructured) bool) error {
 	// Through the preferred version, as kube's collector reads and writes
-	// objects through discovery's preferred versions.
+	// objects through discovery's preferred versions; with the
+	// resourceVersion read, made again on a conflict as kube's collector
+	// retries its patches (retry.RetryOnConflict).
 	req := &resourceRequest{res: res, version: res.Versions[0], namespace: key.Namespace, name: key.Name, user: collectorUser}
-	_, err := c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		obj := current.DeepCopy()
-		if !change(obj) {
-			return obj, nil // nothing to write: the update path skips it
-		}
-		return c.s.trackUpdate(req, current, obj, controllerManager), nil
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		_, err := c.s.updateObject(ctx, req, false, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			obj := current.DeepCopy()
+			if !change(obj) {
+				return obj, nil // nothing to write: the update path skips it
+			}
+			return c.s.trackUpdate(req, current, obj, controllerManager), nil
+		})
+		return err
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
