@@ -548,6 +548,9 @@ func TestWebhookMutatingPatch(t *testing.T) {
 			if strings.HasPrefix(obj.GetName(), "move-") {
 				ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/namespace", "value": "kube-public"})
 			}
+			if strings.HasPrefix(obj.GetName(), "crename-") {
+				ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/name", "value": "renamed-by-hook"})
+			}
 			if strings.HasPrefix(obj.GetName(), "badmf-") {
 				ops = append(ops, map[string]interface{}{"op": "replace", "path": "/metadata/managedFields", "value": []map[string]interface{}{{"manager": "hook", "operation": "Bogus", "apiVersion": "hooks.example.com/v1", "fieldsType": "FieldsV1", "fieldsV1": map[string]interface{}{}}}})
 			}
@@ -658,6 +661,23 @@ func TestWebhookMutatingPatch(t *testing.T) {
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the namespace of the provided object does not match the namespace sent on the request")
 	if g := k.do(t, "GET", gearsPath("v1", "kube-public")+"/move-1", nil); g.Code != http.StatusNotFound {
 		t.Errorf("move-1 was stored in kube-public: %d", g.Code)
+	}
+
+	// A webhook that renames the object on create: it is stored under the
+	// new name, but the request keeps the client's for the validating
+	// webhooks, as kube-apiserver names the request once.
+	r = k.do(t, "POST", gears, gearJSON("", "crename-1", nil, map[string]interface{}{"size": 1}))
+	mustCode(t, "create crename-1", r, http.StatusCreated)
+	if got := decodeObj(t, r).GetName(); got != "renamed-by-hook" {
+		t.Errorf("created %s, want renamed-by-hook", got)
+	}
+	if calls := hs.callsTo("/seen", "renamed-by-hook"); len(calls) != 1 || calls[0].Request.Name != "crename-1" || calls[0].Object.GetName() != "renamed-by-hook" {
+		t.Errorf("the validating webhook's calls for the renamed object: %d, request name %q; want one, named crename-1", len(calls), func() string {
+			if len(calls) > 0 {
+				return calls[0].Request.Name
+			}
+			return ""
+		}())
 	}
 
 	// A built-in kind, cluster-scoped.

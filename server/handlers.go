@@ -584,6 +584,11 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 	if dryRun {
 		options.DryRun = []string{metav1.DryRunAll}
 	}
+	// The request is named as the client named the object, for the
+	// mutating webhooks and the validating ones alike (a webhook that
+	// renames the object does not rename the request), as kube-apiserver
+	// names it once; only a generated name is the object's.
+	clientName := obj.GetName()
 	attr := s.admissionAttributes(req, obj, nil, admission.Create, options, dryRun)
 	if err := s.mutateAndNormalize(ctx, req, attr, obj); err != nil {
 		return nil, err
@@ -599,7 +604,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 			obj.SetName(generateName(obj.GetGenerateName()))
 		}
 		var err error
-		stored, err = s.admitAndStore(ctx, req, obj, options, dryRun)
+		stored, err = s.admitAndStore(ctx, req, obj, clientName, options, dryRun)
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return nil, err
@@ -630,7 +635,7 @@ var generateName = names.SimpleNameGenerator.GenerateName
 // rules, the validating webhooks, then the store (a dry run only checks the
 // name is free, as kube-apiserver's dry-run storage). It returns the object
 // stored, in the storage version.
-func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, options *metav1.CreateOptions, dryRun bool) (*unstructured.Unstructured, error) {
+func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, clientName string, options *metav1.CreateOptions, dryRun bool) (*unstructured.Unstructured, error) {
 	res := req.res
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	obj.SetUID(uuid.NewUUID())
@@ -666,7 +671,11 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	}
 	// The validating webhooks see the object as it will be stored, with
 	// its generated name.
-	if err := s.validateAdmission(ctx, s.admissionAttributes(req, obj, nil, admission.Create, options, dryRun)); err != nil {
+	named := *req
+	if named.name == "" {
+		named.name = clientName // else the object's generated name
+	}
+	if err := s.validateAdmission(ctx, s.admissionAttributes(&named, obj, nil, admission.Create, options, dryRun)); err != nil {
 		return nil, err
 	}
 	stored, err := inStorageVersion(res, obj)
