@@ -571,6 +571,9 @@ func TestWebhookMutatingPatch(t *testing.T) {
 		return nil
 	})
 	hs.handle("/class", func(c *hookCall) *admissionv1.AdmissionResponse {
+		if strings.HasPrefix(c.Object.GetName(), "badclass-") {
+			return patchResponse([]map[string]interface{}{{"op": "replace", "path": "/spec/selectors", "value": "not a list"}})
+		}
 		return patchResponse(addLabelOps(c.Object, "class-mutated", "yes"))
 	})
 	k := startMemKapi(t)
@@ -686,6 +689,11 @@ func TestWebhookMutatingPatch(t *testing.T) {
 	if got := decodeObj(t, k.do(t, "GET", deviceClassPath("mutated-class"), nil)); !jsonEqual(got.GetLabels(), map[string]string{"mutate": "me", "class-mutated": "yes"}) {
 		t.Errorf("stored DeviceClass labels %v, want mutate=me and class-mutated=yes", got.GetLabels())
 	}
+	// A webhook's patch that leaves an object the kind cannot decode: the
+	// server's error (500), as kube-apiserver's dispatcher answers it.
+	r = k.do(t, "POST", collectionPath(gvrDevClasses), deviceClassJSON("badclass-1", map[string]string{"mutate": "me"}))
+	expectStatus(t, r, http.StatusInternalServerError, metav1.StatusReasonInternalError,
+		"Internal error occurred: json: cannot unmarshal string into Go struct field DeviceClassSpec.spec.selectors")
 }
 
 // Webhooks on a custom resource's /scale get the autoscaling/v1 Scale, as

@@ -439,7 +439,10 @@ func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, a
 	}
 	normalized, _, err := req.res.Strategy.Decode(req.version, after)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the object a mutating webhook returned cannot be decoded: %v", err))
+		// kube-apiserver decodes what each webhook returned into the kind
+		// and answers a failure as its own (500): the webhook, not the
+		// client, sent it.
+		return apierrors.NewInternalError(err)
 	}
 	obj.Object = normalized.Object
 	// As kube-apiserver checks the object after admission: a webhook may
