@@ -92,7 +92,6 @@ func namespaceResource() *registry.Resource {
 			// it), and orphanDependents: false asks for the foreground
 			// (the generic store reads it as the background).
 			ns.Status.Phase = corev1.NamespaceTerminating
-			//nolint:staticcheck // orphanDependents is deprecated, still read
 			if o := opts.OrphanDependents; o != nil && !*o && !hasString(ns.Finalizers, metav1.FinalizerDeleteDependents) {
 				ns.Finalizers = append(ns.Finalizers, metav1.FinalizerDeleteDependents)
 			}
