@@ -415,3 +415,43 @@ func TestUpdateMetadataCausesAsKube(t *testing.T) {
 		}
 	}
 }
+
+// The byte-level forms kube-apiserver's encoders give: pretty JSON (asked
+// for, or for curl, Wget and Mozilla/5.0 user agents) is indented with no
+// newline after it, compact JSON ends with one; an error no acceptable form
+// can carry is indented JSON; an empty PartialObjectMetadataList's items
+// are null (it is built by appending).
+func TestResponseBytes(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	path := "/api/v1/namespaces/default"
+	for _, c := range []struct {
+		what   string
+		path   string
+		header []string
+		pretty bool
+	}{
+		{"?pretty=true", path + "?pretty=true", nil, true},
+		{"curl", path, []string{"User-Agent: curl/8.0"}, true},
+		{"Mozilla/5.0", path, []string{"User-Agent: Mozilla/5.0 (X11)"}, true},
+		{"Mozilla/4.0", path, []string{"User-Agent: Mozilla/4.0 (compatible)"}, false},
+		{"client-go", path, []string{"User-Agent: kubectl/v1.33.0"}, false},
+		{"an error for text/html", "/api/v1/namespaces/missing", []string{"Accept: text/html"}, true},
+		{"an error for a Table only", "/api/v1/namespaces/missing", []string{"Accept: application/json;as=Table;v=v1;g=meta.k8s.io"}, true},
+		{"an error for JSON", "/api/v1/namespaces/missing", nil, false},
+	} {
+		r := k.do(t, "GET", c.path, nil, c.header...)
+		body := string(r.Body)
+		indented := strings.HasPrefix(body, "{\n  ")
+		if c.pretty && (!indented || strings.HasSuffix(body, "\n")) {
+			t.Errorf("%s: %q, want indented JSON without a newline after it", c.what, body)
+		}
+		if !c.pretty && (indented || !strings.HasSuffix(body, "}\n")) {
+			t.Errorf("%s: %q, want compact JSON and a newline", c.what, body)
+		}
+	}
+	r := k.do(t, "GET", collectionPath(gvrVWCs), nil, "Accept: application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
+	if !strings.HasSuffix(string(r.Body), `"items":null}`+"\n") {
+		t.Errorf("an empty PartialObjectMetadataList: %s, want items null", r.Body)
+	}
+}

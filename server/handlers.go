@@ -268,7 +268,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		}
 		writeObject(w, r, out, http.StatusOK, table)
 	case "PartialObjectMetadataList":
-		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.version}, ListMeta: listMeta, Items: []metav1.PartialObjectMetadata{}}
+		// Built by appending, as kube-apiserver's: an empty one's items are
+		// null.
+		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + out.version}, ListMeta: listMeta}
 		for _, obj := range items {
 			list.Items = append(list.Items, *partialMetadata(obj, out.version))
 		}

@@ -35,6 +35,9 @@ type output struct {
 	yaml bool
 	// pretty is asked for by the media type's pretty=1.
 	pretty bool
+	// raw is an error's form when none the client accepts can carry it:
+	// indented JSON, as kube-apiserver's WriteRawJSON.
+	raw bool
 	// as is "Table", "PartialObjectMetadata", "PartialObjectMetadataList",
 	// "APIGroupDiscoveryList" or "" for the object itself.
 	as      string
@@ -98,7 +101,7 @@ func pretty(r *http.Request) bool {
 		return b
 	}
 	ua := r.UserAgent()
-	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/")
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
 }
 
 // writeObject writes obj with code in the negotiated encoding.
@@ -124,13 +127,16 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 		contentType = "application/yaml"
 	case out.as == "APIGroupDiscoveryList":
 		contentType = "application/json;g=apidiscovery.k8s.io;v=" + out.version + ";as=APIGroupDiscoveryList"
-	default:
-		if out.pretty || pretty(r) {
-			var buf bytes.Buffer
-			if json.Indent(&buf, data, "", "  ") == nil {
-				data = buf.Bytes()
-			}
+	case out.pretty || pretty(r) || out.raw:
+		// Indented, and no newline after it, as kube-apiserver's encoder
+		// writes pretty JSON (compact JSON ends with one).
+		var buf bytes.Buffer
+		if json.Indent(&buf, data, "", "  ") == nil {
+			data = buf.Bytes()
+		} else {
+			data = append(data, '\n')
 		}
+	default:
 		data = append(data, '\n')
 	}
 	w.Header().Set("Content-Type", contentType)
@@ -155,8 +161,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
-	out, _ := negotiate(r)
-	writeObject(w, r, output{yaml: out.yaml}, int(status.Code), status)
+	out, err := negotiate(r)
+	// An error no acceptable form can carry is written as kube-apiserver
+	// writes it then: indented JSON.
+	writeObject(w, r, output{yaml: out.yaml, raw: err != nil}, int(status.Code), status)
 }
 
 func toStatus(err error) *metav1.Status {
