@@ -454,4 +454,15 @@ func TestResponseBytes(t *testing.T) {
 	if !strings.HasSuffix(string(r.Body), `"items":null}`+"\n") {
 		t.Errorf("an empty PartialObjectMetadataList: %s, want items null", r.Body)
 	}
+	// A Table and a PartialObjectMetadata come in YAML too.
+	for _, c := range []struct{ path, as, kind string }{
+		{"/api/v1/namespaces", "Table", "Table"},
+		{"/api/v1/namespaces", "PartialObjectMetadataList", "PartialObjectMetadataList"},
+		{path, "PartialObjectMetadata", "PartialObjectMetadata"},
+	} {
+		r := k.do(t, "GET", c.path, nil, "Accept: application/yaml;as="+c.as+";v=v1;g=meta.k8s.io")
+		if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/yaml" || !strings.Contains(string(r.Body), "\nkind: "+c.kind+"\n") {
+			t.Errorf("%s as a YAML %s: %d %s %.200s", c.path, c.as, r.Code, r.Header.Get("Content-Type"), r.Body)
+		}
+	}
 }

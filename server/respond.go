@@ -61,7 +61,9 @@ func negotiate(r *http.Request, allowAs ...string) (output, error) {
 			continue
 		}
 		if as := m.Params["as"]; as != "" {
-			if isYAML || !allowed(as, allowAs) {
+			// In JSON or YAML, as kube-apiserver encodes a Table or a
+			// PartialObjectMetadata(List) (discovery's JSON only).
+			if !allowed(as, allowAs) || (isYAML && as == "APIGroupDiscoveryList") {
 				continue
 			}
 			g, v := m.Params["g"], m.Params["v"]
@@ -77,7 +79,7 @@ func negotiate(r *http.Request, allowAs ...string) (output, error) {
 					continue
 				}
 			}
-			return output{as: as, version: v, pretty: m.Params["pretty"] == "1"}, nil
+			return output{as: as, version: v, yaml: isYAML, pretty: m.Params["pretty"] == "1"}, nil
 		}
 		return output{yaml: isYAML, pretty: m.Params["pretty"] == "1"}, nil
 	}
