@@ -2,13 +2,16 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/munnerz/goautoneg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,11 +145,58 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 		data = append(data, '\n')
 	}
 	w.Header().Set("Content-Type", contentType)
+	if len(data) > gzipThresholdBytes && acceptsGzip(r) && !loopbackClient(r) {
+		// As kube-apiserver (APIResponseCompression, on by default): a
+		// large response to a client that takes gzip (client-go's
+		// transport asks for it) is compressed, at the fastest level;
+		// unlike it, not to a client on this machine, for whom it would
+		// only cost CPU on both ends (a LIST of 10,000 objects +15 %).
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Add("Vary", "Accept-Encoding")
+		w.WriteHeader(code)
+		gw := gzipWriters.Get().(*gzip.Writer)
+		gw.Reset(w)
+		gw.Write(data)
+		gw.Close()
+		gzipWriters.Put(gw)
+		return
+	}
 	// The whole body is at hand: its length lets a client read a response
 	// flushed early (a 504 at the deadline) as complete.
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(code)
 	w.Write(data)
+}
+
+// gzipThresholdBytes is the size past which kube-apiserver compresses a
+// response.
+const gzipThresholdBytes = 128 * 1024
+
+var gzipWriters = sync.Pool{New: func() any {
+	gw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return gw
+}}
+
+// loopbackClient tells whether the request came over a loopback address.
+func loopbackClient(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// acceptsGzip tells whether the request's Accept-Encoding names gzip, as
+// kube-apiserver reads it: a comma-separated token that is exactly "gzip"
+// (one with parameters, "gzip;q=0" say, is not taken).
+func acceptsGzip(r *http.Request) bool {
+	for _, token := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		if strings.TrimSpace(token) == "gzip" {
+			return true
+		}
+	}
+	return false
 }
 
 // writeError writes err as a metav1.Status (a path not found as plain
