@@ -741,6 +741,10 @@ func TestUpdateSemantics(t *testing.T) {
 			if r.Code != http.StatusOK {
 				t.Errorf("PUT with the resourceVersion written with a leading zero: %d %s, want 200", r.Code, r.Body)
 			}
+			// One that is not a number matches no stored version: a
+			// conflict (kube-apiserver answers its parse error as a 500).
+			body.SetResourceVersion("abc")
+			expectStatus(t, k.do(t, "PUT", path, mustJSON(t, body.Object)), http.StatusConflict, metav1.StatusReasonConflict, "the object has been modified")
 
 			// A uid in the body is a precondition.
 			cur, err = k.Dyn.Resource(tc.gvr).Get(ctx, tc.name, metav1.GetOptions{})
