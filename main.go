@@ -173,6 +173,10 @@ func serve() error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	go func() {
+		kib, err := releaseStartupPages()
+		log.Debug("released the mappings of start-up's pages of the binary", "resident-KiB", kib, "err", err)
+	}()
 	select {
 	case err := <-errc:
 		return err
