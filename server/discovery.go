@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
+
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
@@ -279,4 +283,38 @@ func (e *pathNotFound) Error() string { return "the server could not find the re
 
 func (e *pathNotFound) Status() metav1.Status {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", e.Error(), 0, false).Status()
+}
+
+// listedPaths is a router that records the paths handed to its Handle, for
+// the index.
+type listedPaths struct {
+	chi.Router
+	paths []string
+}
+
+func (l *listedPaths) Handle(pattern string, h http.Handler) {
+	l.paths = append(l.paths, pattern)
+	l.Router.Handle(pattern, h)
+}
+
+// indexPaths are the paths the index lists besides the health checks' and
+// the served groups': those kube-apiserver lists that kapi serves.
+var indexPaths = []string{"/api", "/api/v1", "/apis", "/apis/", "/metrics", "/openapi/v2", "/openapi/v3", "/openapi/v3/", "/version"}
+
+// serveIndex answers / and /index.html as kube-apiserver does: the paths
+// it serves, sorted (health checks given; every served group and group
+// version, each of which kube-apiserver's aggregator lists).
+func (s *Server) serveIndex(w http.ResponseWriter, health []string) {
+	paths := sets.New(indexPaths...)
+	paths.Insert(health...)
+	for _, gv := range s.reg.GroupVersions() {
+		if gv.Group == "" {
+			continue
+		}
+		paths.Insert("/apis/" + gv.Group)
+		for _, v := range gv.Versions {
+			paths.Insert("/apis/" + gv.Group + "/" + v)
+		}
+	}
+	responsewriters.WriteRawJSON(http.StatusOK, metav1.RootPaths{Paths: sets.List(paths)}, w)
 }

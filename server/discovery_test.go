@@ -1,9 +1,13 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The aggregated discovery document's ETag follows the served kinds: a
@@ -40,5 +44,51 @@ func TestAggregatedDiscoveryETagFollowsCRDs(t *testing.T) {
 	}
 	if after, _ := etag(); after == before {
 		t.Errorf("the ETag stayed %s after a CRD's resource was served", after)
+	}
+}
+
+// / and /index.html list the served paths as kube-apiserver's index does,
+// for any method: the health checks, the groups and their versions (a
+// CRD's group once it is served).
+func TestIndexListsServedPaths(t *testing.T) {
+	ts := newTestServer(t)
+	index := func(method, path string) map[string]bool {
+		t.Helper()
+		code, body, header := callFull(t, ts, method, path, "", "")
+		if code != http.StatusOK || header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s %s: %d %s %s", method, path, code, header.Get("Content-Type"), body)
+		}
+		var root metav1.RootPaths
+		if err := json.Unmarshal([]byte(body), &root); err != nil {
+			t.Fatalf("%s %s: %v\n%s", method, path, err, body)
+		}
+		if !slices.IsSorted(root.Paths) {
+			t.Errorf("%s %s: paths not sorted: %v", method, path, root.Paths)
+		}
+		listed := map[string]bool{}
+		for _, p := range root.Paths {
+			listed[p] = true
+		}
+		return listed
+	}
+	listed := index(http.MethodGet, "/")
+	for _, p := range []string{"/api", "/api/v1", "/apis", "/apis/apiextensions.k8s.io", "/apis/apiextensions.k8s.io/v1",
+		"/apis/resource.k8s.io/v1beta2", "/healthz", "/healthz/ping", "/livez/log", "/readyz/shutdown", "/openapi/v3", "/version"} {
+		if !listed[p] {
+			t.Errorf("/ does not list %s", p)
+		}
+	}
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
+		t.Fatalf("create a CRD: %d %s", code, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !index(http.MethodPost, "/index.html")["/apis/a.example.com/v1"] {
+		if time.Now().After(deadline) {
+			t.Fatal("the index does not list the CRD's group version 10 s after its creation")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, body := call(t, ts, http.MethodGet, "/no-such-path", "", ""); code != http.StatusNotFound || body != "404 page not found\n" {
+		t.Errorf("an unknown path: %d %q", code, body)
 	}
 }

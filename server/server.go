@@ -208,9 +208,14 @@ func (s *Server) Handler() http.Handler {
 	r.Method(http.MethodGet, "/metrics", s.opts.Metrics.handler(s.store, s.reg))
 	r.Get("/version", s.serveVersion)
 	// As kube-apiserver: any method; /readyz fails once shutdown begins.
-	healthz.InstallHandler(r, s.healthChecks()...)
-	healthz.InstallLivezHandler(r, s.healthChecks()...)
-	healthz.InstallReadyzHandler(r, append(s.healthChecks(), healthz.NewShutdownHealthz(s.stopping))...)
+	health := &listedPaths{Router: r}
+	healthz.InstallHandler(health, s.healthChecks()...)
+	healthz.InstallLivezHandler(health, s.healthChecks()...)
+	healthz.InstallReadyzHandler(health, append(s.healthChecks(), healthz.NewShutdownHealthz(s.stopping))...)
+	// The index of paths, as kube-apiserver's (any method).
+	index := func(w http.ResponseWriter, r *http.Request) { s.serveIndex(w, health.paths) }
+	r.HandleFunc("/", index)
+	r.HandleFunc("/index.html", index)
 	if s.opts.Profiling {
 		// kube-apiserver's routes: no cmdline (it would show the command
 		// line), and /debug/pprof redirected to the index.
