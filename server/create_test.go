@@ -143,3 +143,34 @@ func TestTooLargeObjectShedsManagedFields(t *testing.T) {
 		t.Errorf("create over the limit without managedFields: %d %s, want 413", code, resp)
 	}
 }
+
+// A create whose field manager is empty (no fieldManager, and a user agent
+// that names no product) is recorded for kube's "unknown" manager, as
+// kube-apiserver's field manager records it; it was not recorded at all,
+// and an object without managedFields is not tracked afterwards.
+func TestCreateWithoutManagerIsRecordedAsUnknown(t *testing.T) {
+	ts := newTestServer(t)
+	for name, userAgent := range map[string]string{"no-agent": "", "slash-agent": "/weird"} {
+		req, err := http.NewRequest(http.MethodPost, ts.URL+nsPath, strings.NewReader(`{"metadata":{"name":"`+name+`"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header["User-Agent"] = []string{userAgent}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&ns)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || err != nil {
+			t.Fatalf("user agent %q: %d %v", userAgent, resp.StatusCode, err)
+		}
+		if mf := ns.Metadata.ManagedFields; len(mf) != 1 || mf[0].Manager != "unknown" || mf[0].Operation != metav1.ManagedFieldsOperationUpdate {
+			t.Errorf("user agent %q: managedFields %+v, want one Update by unknown", userAgent, mf)
+		}
+	}
+}

@@ -534,7 +534,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 // stored, in the storage version.
 //
 // manager is the field manager the create is recorded for in managedFields
-// (empty when the caller, server-side apply, has recorded it).
+// ("" records kube's "unknown", as for a request with no user agent); a
+// PATCH's create is not recorded here: server-side apply has recorded it.
 func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *unstructured.Unstructured, dryRun bool, manager string) (*unstructured.Unstructured, error) {
 	res := req.res
 	if res.Terminating && !req.isPatch {
@@ -558,7 +559,7 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 		obj.SetSelfLink("")
 	}
 	dedupOwnerReferences(ctx, obj, false)
-	if manager != "" {
+	if !req.isPatch {
 		obj = s.trackUpdate(req, nil, obj, manager)
 	}
 	// Admission as kube-apiserver orders it: the namespace lifecycle and
