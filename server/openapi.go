@@ -66,7 +66,8 @@ func (a gvSources) equal(b gvSources) bool {
 }
 
 // gvDocuments returns the OpenAPI v3 document of every served group
-// version, keyed by its path ("apis/<group>/<version>", "api/v1"), and when
+// version, keyed by its path ("apis/<group>/<version>", "api/v1"), and
+// those of the discovery and version services ("apis", "version"...), and when
 // the set was last built. As kube-apiserver, a change of the served kinds
 // builds again only the documents of the group versions it touched.
 func (s *Server) gvDocuments() (map[string]gvDocument, time.Time, error) {
@@ -148,6 +149,16 @@ func (s *Server) buildGVDocuments(previous map[string]gvDocument) (map[string]gv
 			return nil, err
 		}
 		out[p] = gvDocument{document: doc, built: time.Now(), from: src, proto: &protoDocument{}}
+	}
+	// Beside them, as kube-apiserver: the documents of the discovery and
+	// version services (generated, as the built-in kinds').
+	for _, p := range builtinopenapi.DiscoveryV3Paths() {
+		if old, ok := previous[p]; ok {
+			out[p] = old
+			continue
+		}
+		data, _ := builtinopenapi.V3Document(p)
+		out[p] = gvDocument{document: newDocument(data), built: time.Now(), proto: &protoDocument{}}
 	}
 	return out, nil
 }

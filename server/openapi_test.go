@@ -147,3 +147,55 @@ func TestBuiltinOpenAPIDocumentsCoverTheBuiltinKinds(t *testing.T) {
 		}
 	}
 }
+
+// As kube-apiserver's, the OpenAPI documents describe the discovery and
+// version services too: the v3 index lists api, apis, each built-in
+// group's apis/<group> and version, each served with its operation, and
+// the v2 document holds their paths. A CRD's group has none (kube's CRD
+// handler serves its discovery outside the documented services).
+func TestOpenAPIDocumentsDescribeDiscovery(t *testing.T) {
+	ts := newTestServer(t)
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
+		t.Fatalf("create a CRD: %d %s", code, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := call(t, ts, http.MethodGet, "/apis/a.example.com/v1/things", "", ""); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the CRD's resource is not served after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	index, _ := getDocument(t, ts.URL+"/openapi/v3")
+	var root struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(index), &root); err != nil {
+		t.Fatalf("/openapi/v3: %v\n%s", err, index)
+	}
+	if _, ok := root.Paths["apis/a.example.com"]; ok {
+		t.Error("the v3 index lists a CRD's group")
+	}
+	for path, op := range map[string]string{"api": "getCoreAPIVersions", "apis": "getAPIVersions", "apis/apiextensions.k8s.io": "getApiextensionsAPIGroup",
+		"apis/resource.k8s.io": "getResourceAPIGroup", "version": "getCodeVersion"} {
+		entry, ok := root.Paths[path]
+		if !ok {
+			t.Errorf("the v3 index does not list %s", path)
+			continue
+		}
+		doc, _ := getDocument(t, ts.URL+entry.ServerRelativeURL)
+		if want := `"/` + path + `/":{"get":`; !strings.Contains(doc, want) || !strings.Contains(doc, `"operationId":"`+op+`"`) {
+			t.Errorf("the v3 document of %s lacks GET /%s/ (%s):\n%.300s", path, path, op, doc)
+		}
+	}
+	v2, _ := getDocument(t, ts.URL+"/openapi/v2")
+	for _, p := range []string{"/api/", "/apis/", "/apis/admissionregistration.k8s.io/", "/version/"} {
+		if !strings.Contains(v2, `"`+p+`":{"get":`) {
+			t.Errorf("the v2 document lacks %s", p)
+		}
+	}
+}

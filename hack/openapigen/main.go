@@ -26,11 +26,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/endpoints"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	endpointsopenapi "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/routes"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/common"
@@ -127,6 +131,21 @@ func run(dir string) error {
 			return fmt.Errorf("installing %s: %w", gv, err)
 		}
 	}
+
+	// The discovery and version services kube-apiserver registers beside
+	// the resources (its OpenAPI documents describe them too): /api,
+	// /apis, /apis/<group> for each built-in group, /version.
+	discoveryCodecs := aggregated.WrapAggregatedDiscoveryToHandler(nil, nil)
+	container.Add(discoveryCodecs.GenerateWebService("/api", metav1.APIVersions{}))
+	container.Add(discoveryCodecs.GenerateWebService("/apis", metav1.APIGroupList{}))
+	groups := map[string]bool{}
+	for _, gv := range gvs {
+		if gv.Group != "" && !groups[gv.Group] {
+			groups[gv.Group] = true
+			container.Add(discovery.NewAPIGroupHandler(codecs, metav1.APIGroup{Name: gv.Group}).WebService())
+		}
+	}
+	routes.Version{Version: &version.Info{}}.Install(container)
 
 	definitions := func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 		defs := builtin.GetOpenAPIDefinitions(ref)

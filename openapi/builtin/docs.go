@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"embed"
+	"io/fs"
 	"strings"
 )
 
@@ -17,6 +18,25 @@ var docs embed.FS
 func V3Document(path string) ([]byte, bool) {
 	data, err := docs.ReadFile("docs/v3/" + strings.ReplaceAll(path, "/", "__") + ".json")
 	return data, err == nil
+}
+
+// DiscoveryV3Paths are the /openapi/v3 paths of the documents of the
+// discovery and version services ("api", "apis", "apis/<group>" of each
+// built-in group, "version"), which kube-apiserver publishes beside its
+// group versions'.
+func DiscoveryV3Paths() []string {
+	entries, err := fs.ReadDir(docs, "docs/v3")
+	if err != nil {
+		panic(err) // embedded
+	}
+	var paths []string
+	for _, e := range entries {
+		path := strings.ReplaceAll(strings.TrimSuffix(e.Name(), ".json"), "__", "/")
+		if path == "api" || path == "apis" || path == "version" || strings.Count(path, "/") == 1 && strings.HasPrefix(path, "apis/") {
+			paths = append(paths, path)
+		}
+	}
+	return paths
 }
 
 // V2Document returns the OpenAPI v2 document of the built-in kinds.
