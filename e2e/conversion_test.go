@@ -89,6 +89,8 @@ type converter struct {
 	first   *apiextensionsv1.ConversionReview
 	errs    []string
 	objects []int // objects per review, in order
+	// versioned counts the objects sent with a resourceVersion.
+	versioned int
 }
 
 func (c *converter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -121,6 +123,9 @@ func (c *converter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
 			c.errs = append(c.errs, err.Error())
 			continue
+		}
+		if meta, ok := obj["metadata"].(map[string]interface{}); ok && meta["resourceVersion"] != nil {
+			c.versioned++
 		}
 		if spec, ok := obj["spec"].(map[string]interface{}); ok {
 			from, into := "size", "replicas"
@@ -322,6 +327,15 @@ func TestConversionWebhook(t *testing.T) {
 	if err != nil || !jsonEqual(stored.Object["spec"], map[string]interface{}{"size": int64(6)}) {
 		t.Errorf("s2 through v1 after the v2 update: %v %v, want spec {size: 6}", err, stored)
 	}
+	// Reads, creates, lists and updates convert where kube-apiserver's
+	// storage codec does: before its store sets the resourceVersion of
+	// what it read, after it cleared that of what it writes. The webhook
+	// sees none.
+	conv.mu.Lock()
+	if conv.versioned != 0 {
+		t.Errorf("the conversion webhook was sent %d objects with a resourceVersion", conv.versioned)
+	}
+	conv.mu.Unlock()
 
 	// A deletecollection through v2 answers the deleted objects in v2,
 	// converted together too.

@@ -320,7 +320,7 @@ func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.Gro
 		return nil, fmt.Errorf("no served kind %v", u.GroupVersionKind())
 	}
 	out := u.DeepCopy()
-	if err := res.Strategy.Convert(out, gvk.Version); err != nil {
+	if err := registry.ConvertInMemory(res.Strategy, out, gvk.Version); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -132,7 +132,7 @@ func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 	if gvk.GroupKind() != c.res.GroupKind() {
 		return nil, fmt.Errorf("cannot convert %v to %v", u.GroupVersionKind(), gvk)
 	}
-	if err := c.res.Strategy.Convert(out, gvk.Version); err != nil {
+	if err := registry.ConvertInMemory(c.res.Strategy, out, gvk.Version); err != nil {
 		return nil, err
 	}
 	return out, nil

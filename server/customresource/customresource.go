@@ -470,13 +470,25 @@ func hasDefaults(s *structuralschema.Structural) bool {
 	return hasDefaults(s.Items)
 }
 
-// Convert converts obj to v as kube-apiserver's codecs convert a custom
-// resource: obj is defaulted by its own version's schema first (kube
+// Convert converts obj to v as kube-apiserver's storage codec converts a
+// custom resource: as ConvertInMemory, with no resourceVersion for the
+// conversion webhook to see (kube's store sets it after the conversion of
+// what it reads, and clears it before that of what it writes).
+func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
+	if rv := obj.GetResourceVersion(); rv != "" && s.webhookConversion {
+		obj.SetResourceVersion("")
+		defer func() { obj.SetResourceVersion(rv) }()
+	}
+	return s.ConvertInMemory(obj, v)
+}
+
+// ConvertInMemory converts obj to v as kube-apiserver's codecs convert a
+// custom resource: obj is defaulted by its own version's schema first (kube
 // defaults a stored object by the version it was stored in as it reads it,
 // and a body by the version it was sent in), then converted with the CRD's
 // converter and pruned by v's schema. v's defaults are not applied to what
 // another version held.
-func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
+func (s *strategy) ConvertInMemory(obj *unstructured.Unstructured, v string) error {
 	s.Default(obj)
 	gv := schema.GroupVersion{Group: s.gk.Group, Version: v}
 	if obj.GetAPIVersion() != gv.String() {
@@ -531,22 +543,29 @@ func (s *strategy) ConvertVersions(objs []*unstructured.Unstructured, v string) 
 	// The converter takes a list in the version it converts to; each
 	// object is defaulted by its own version first, as Convert does.
 	list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": gv.String(), "kind": s.gk.Kind + "List"}}
+	// The webhook sees no resourceVersion, as Convert's.
 	list.Items = make([]unstructured.Unstructured, len(convert))
+	rvs := make([]string, len(convert))
 	for i, obj := range convert {
 		s.Default(obj)
+		rvs[i] = obj.GetResourceVersion()
+		obj.SetResourceVersion("")
 		list.Items[i] = *obj
 	}
 	out, err := s.converter.ConvertToVersion(list, gv)
-	if err != nil {
-		return nil, err
-	}
 	result, ok := out.(*unstructured.UnstructuredList)
-	if !ok || len(result.Items) != len(convert) {
-		return nil, fmt.Errorf("conversion of %d objects returned %T", len(convert), out)
+	if err == nil && (!ok || len(result.Items) != len(convert)) {
+		err = fmt.Errorf("conversion of %d objects returned %T", len(convert), out)
 	}
 	for i, obj := range convert {
-		obj.Object = result.Items[i].Object
-		s.prune(obj, v)
+		if err == nil {
+			obj.Object = result.Items[i].Object
+			s.prune(obj, v)
+		}
+		obj.SetResourceVersion(rvs[i])
+	}
+	if err != nil {
+		return nil, err
 	}
 	return converted, nil
 }

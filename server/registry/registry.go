@@ -30,7 +30,8 @@ type Strategy interface {
 	// returns the object and the unknown or duplicate fields found (for
 	// fieldValidation), or an error for a body that cannot be decoded.
 	Decode(version string, body []byte) (*unstructured.Unstructured, []error, error)
-	// Convert converts obj to version in place.
+	// Convert converts obj to version in place, as kube-apiserver's
+	// storage codec converts what it stores and what it reads.
 	Convert(obj *unstructured.Unstructured, version string) error
 
 	// PrepareForCreate sets defaults and clears what a client may not set
@@ -107,6 +108,26 @@ type ListConverter interface {
 	// to version in place, entirely (as Convert would), and tells which it
 	// converted; Convert is for the others.
 	ConvertVersions(objs []*unstructured.Unstructured, version string) (converted []bool, err error)
+}
+
+// InMemoryConverter is implemented by the strategies whose conversion of
+// an object differs away from storage: kube-apiserver's store converts a
+// custom resource before it sets the resourceVersion it read, and after it
+// clears the one it is given, so its conversion webhook is sent none
+// there, while admission's and the field manager's conversions send the
+// object as it is.
+type InMemoryConverter interface {
+	// ConvertInMemory converts obj to version in place, as it is.
+	ConvertInMemory(obj *unstructured.Unstructured, version string) error
+}
+
+// ConvertInMemory converts obj to version in place, as kube-apiserver
+// converts an object away from storage (admission, the field manager).
+func ConvertInMemory(strategy Strategy, obj *unstructured.Unstructured, version string) error {
+	if c, ok := strategy.(InMemoryConverter); ok {
+		return c.ConvertInMemory(obj, version)
+	}
+	return strategy.Convert(obj, version)
 }
 
 // Defaulter is implemented by the strategies of kinds with defaults: the
