@@ -48,17 +48,17 @@ type mapping struct {
 }
 
 // cleanReadOnlyMappings reads /proc/<pid>/smaps text: the mappings of the
-// file at path that are read-only and private (r-xp, r--p) and hold no
-// anonymous page.
+// file at path that are read-only and private (r-xp, r--p) and that smaps
+// says hold no anonymous page.
 func cleanReadOnlyMappings(smaps []byte, path string) []mapping {
 	var found []mapping
 	var cur *mapping // the current mapping, while it qualifies
-	var anonymous bool
+	var clean bool   // its Anonymous line said 0 kB
 	flush := func() {
-		if cur != nil && !anonymous {
+		if cur != nil && clean {
 			found = append(found, *cur)
 		}
-		cur, anonymous = nil, false
+		cur, clean = nil, false
 	}
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
@@ -82,7 +82,7 @@ func cleanReadOnlyMappings(smaps []byte, path string) []mapping {
 				cur.residentKiB = kib
 			}
 		case "Anonymous:":
-			anonymous = err != nil || kib != 0
+			clean = err == nil && kib == 0
 		}
 	}
 	flush()

@@ -33,6 +33,8 @@ Anonymous:          2544 kB
 7fff00000000-7fff00001000 r--p 00000000 fe:00 9978379                            /opt/my tools/kapi (deleted)
 Rss:                   4 kB
 Anonymous:             0 kB
+7fff00002000-7fff00003000 r--p 00000000 fe:00 9978379                            /opt/my tools/kapi
+Rss:                   4 kB
 `
 	got := cleanReadOnlyMappings([]byte(smaps), exe)
 	want := []mapping{
@@ -40,7 +42,7 @@ Anonymous:             0 kB
 		{start: 0x02379000, end: 0x0470c000, residentKiB: 22284},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %+v, want %+v (the writable mapping, the one with pages copied on write, other files' and anonymous ones are not the binary's clean read-only pages)", got, want)
+		t.Errorf("got %+v, want %+v (the writable mapping, the one with pages copied on write, the one smaps gives no Anonymous line for, other files' and anonymous ones are not the binary's clean read-only pages)", got, want)
 	}
 }
 
