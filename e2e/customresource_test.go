@@ -1848,6 +1848,31 @@ func TestCustomResourceScaleFieldValidation(t *testing.T) {
 	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Gadget.dyn.example.com "s" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer`)
 	r = k.do(t, "DELETE", path+"/s/scale", nil)
 	expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, `delete is not supported on resources of kind "gadgets.dyn.example.com"`)
+
+	// Every unknown field of a Strict PUT, in the decoder's words.
+	r = k.do(t, "PUT", path+"/s/scale?fieldValidation=Strict", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s"},"spec":{"replicas":2,"bogus":1},"extra":2}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Scale in version "v1" cannot be handled as a Scale: strict decoding error: unknown field "spec.bogus", unknown field "extra"`)
+	// The endpoint takes an autoscaling/v1 Scale only.
+	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"s"},"spec":{"replicas":2}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Gadget in version "v1" cannot be handled as a Scale: no kind "Gadget" is registered for version "dyn.example.com/v1" in scheme "pkg/runtime/scheme.go:110"`)
+	// A PUT's uid is a precondition; its name must be the URL's.
+	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","uid":"not-the-uid"},"spec":{"replicas":2}}`))
+	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, `Operation cannot be fulfilled on gadgets.dyn.example.com "s": Precondition failed: UID in precondition: not-the-uid, UID in object meta: `)
+	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{},"spec":{"replicas":2}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `the name of the object (s based on URL) was undeterminable: name must be provided`)
+	r = k.do(t, "PUT", path+"/s", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{},"spec":{"replicas":2}}`))
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `the name of the object (s based on URL) was undeterminable: name must be provided`)
+	// A patch whose result does not decode (strictly) is an invalid patch.
+	for _, c := range []struct{ query, patch, want string }{
+		{"", `{"spec":{"replicas":"3"}}`, `json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32`},
+		{"?fieldValidation=Strict", `{"spec":{"replicas":3,"foo":1}}`, `strict decoding error: unknown field "spec.foo"`},
+	} {
+		r = k.do(t, "PATCH", path+"/s/scale"+c.query, []byte(c.patch), "Content-Type: application/merge-patch+json")
+		status := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, c.want)
+		if status.Details == nil || len(status.Details.Causes) != 1 || status.Details.Causes[0].Field != "patch" {
+			t.Errorf("PATCH /scale %s: details %+v, want one cause on the field patch", c.patch, status.Details)
+		}
+	}
 }
 
 // Field selectors read a selectable field from the object as it is served

@@ -755,6 +755,18 @@ func checkNamespace(req *resourceRequest, obj *unstructured.Unstructured) error 
 	return nil
 }
 
+// checkName refuses an object written to the URL of another name, or of
+// none, in kube-apiserver's words.
+func checkName(name, urlName string) error {
+	if name == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", urlName))
+	}
+	if name != urlName {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, urlName))
+	}
+	return nil
+}
+
 func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	opts, err := parseUpdateOptions(r)
 	if err != nil {
@@ -774,11 +786,12 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	if obj.GetName() != req.name {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name)))
+	// The namespace first, then the name, as kube-apiserver checks them.
+	if err := checkNamespace(req, obj); err != nil {
+		writeError(w, r, err)
 		return
 	}
-	if err := checkNamespace(req, obj); err != nil {
+	if err := checkName(obj.GetName(), req.name); err != nil {
 		writeError(w, r, err)
 		return
 	}

@@ -240,11 +240,8 @@ func (s *Server) patchedObject(w http.ResponseWriter, r *http.Request, req *reso
 	if err := checkNamespace(req, obj); err != nil {
 		return nil, err
 	}
-	if obj.GetName() == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", req.name))
-	}
-	if obj.GetName() != req.name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), req.name))
+	if err := checkName(obj.GetName(), req.name); err != nil {
+		return nil, err
 	}
 	if live != nil && obj.GetUID() != "" && obj.GetUID() != live.GetUID() {
 		// A patch carries no uid precondition: changing the uid is an

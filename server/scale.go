@@ -15,7 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/scale"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kapi-dev/kapi/server/registry"
@@ -156,18 +159,27 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		writeError(w, r, apierrors.NewInternalError(err))
 		return
 	}
-	// A resourceVersion in a PUT's Scale is a precondition; without one
-	// the update applies to the current object.
-	var probe struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
+	// A PUT's Scale is decoded and its namespace and name checked before
+	// the object is read, as kube-apiserver's update handler does; its
+	// uid and resourceVersion are preconditions (without a resourceVersion
+	// the update applies to the current object).
+	var put *autoscalingv1.Scale
 	if r.Method == http.MethodPut {
-		_ = json.Unmarshal(body, &probe)
+		if put, err = decodeScale(r.Context(), body, opts.fieldValidation, false); err == nil {
+			if err = rest.EnsureObjectNamespaceMatchesRequestNamespace(req.namespace, put); err == nil {
+				err = checkName(put.Name, req.name)
+			}
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
 	}
 	gv := schema.GroupVersion{Group: req.res.Group, Version: req.version}
-	updated, err := s.updateObject(r.Context(), req, opts.dryRun, probe.Metadata.ResourceVersion == "", func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	updated, err := s.updateObject(r.Context(), req, opts.dryRun, put == nil || put.ResourceVersion == "", func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if put != nil && put.UID != "" && put.UID != current.GetUID() {
+			return nil, apierrors.NewConflict(req.res.GroupResource(), req.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", put.UID, current.GetUID()))
+		}
 		managed := managedfields.NewScaleHandler(current.GetManagedFields(), gv, req.res.ReplicasPaths)
 		old, found, err := scaleOf(current, sc)
 		if err != nil {
@@ -200,25 +212,16 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 				return nil, err
 			}
 		default:
-			data := body
+			scale := put.DeepCopy()
 			if r.Method == http.MethodPatch {
 				oldJSON, _ := json.Marshal(old)
 				patchReq := &resourceRequest{res: &registry.Resource{GoType: func(string) interface{} { return &autoscalingv1.Scale{} }}}
-				if data, err = applyPatch(patchReq, patchType, oldJSON, body); err != nil {
+				data, err := applyPatch(patchReq, patchType, oldJSON, body)
+				if err != nil {
 					return nil, err
 				}
-			}
-			scale := &autoscalingv1.Scale{}
-			strict, err := sigsjson.UnmarshalStrict(data, scale, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
-			if err != nil {
-				return nil, undecodable(&resourceRequest{res: &registry.Resource{Kind: "Scale"}, version: "v1"}, data, err)
-			}
-			switch {
-			case len(strict) > 0 && opts.fieldValidation == metav1.FieldValidationStrict:
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %v", strict[0]))
-			case opts.fieldValidation != metav1.FieldValidationIgnore:
-				for _, e := range strict { // Warn, the default
-					addWarning(r.Context(), e.Error())
+				if scale, err = decodeScale(r.Context(), data, opts.fieldValidation, true); err != nil {
+					return nil, err
 				}
 			}
 			newU, err := scaleToUnstructured(scale)
@@ -235,8 +238,8 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(outU.Object, scale); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Scale): %v", err))
 		}
-		if scale.Name != req.name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, req.name))
+		if err := checkName(scale.Name, req.name); err != nil {
+			return nil, err
 		}
 		if scale.Spec.Replicas == unsetReplicas {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", sc.SpecReplicasPath))
@@ -346,3 +349,51 @@ func (s *Server) admitScale(ctx context.Context, req *resourceRequest, obj, old 
 // see: the client's, after its field manager (with managedFields), and
 // the current one (its replicas unsetReplicas when the resource has none).
 type scaleWrite struct{ scale, old *unstructured.Unstructured }
+
+// scaleScheme knows the one kind a /scale endpoint takes, as
+// kube-apiserver's scale converter's scheme.
+var scaleScheme = scale.NewScaleConverter().Scheme()
+
+// decodeScale decodes a Scale sent to /scale (a PUT's body, or a patch's
+// result) as kube-apiserver's scale endpoint does: an autoscaling/v1 Scale
+// (what the body leaves out of its apiVersion and kind defaults to that),
+// strictly as fieldValidation asks. A patch's result that does not decode
+// is an invalid patch.
+func decodeScale(ctx context.Context, data []byte, fieldValidation string, patched bool) (*autoscalingv1.Scale, error) {
+	fail := func(err error) error {
+		if patched {
+			return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(data), err.Error())})
+		}
+		return undecodable(&resourceRequest{res: &registry.Resource{Kind: "Scale"}, version: "v1"}, data, err)
+	}
+	var tm metav1.TypeMeta
+	if json.Unmarshal(data, &tm) == nil { // else the decoding below says why
+		gvk := scaleGroupKind.WithVersion("v1")
+		if tm.Kind != "" {
+			gvk.Kind = tm.Kind
+		}
+		if gv, err := schema.ParseGroupVersion(tm.APIVersion); err == nil && tm.APIVersion != "" {
+			gvk.Group, gvk.Version = gv.Group, gv.Version
+		}
+		if _, err := scaleScheme.New(gvk); err != nil {
+			return nil, fail(err)
+		}
+	}
+	out := &autoscalingv1.Scale{}
+	strict, err := sigsjson.UnmarshalStrict(data, out, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if len(strict) > 0 {
+		switch fieldValidation {
+		case metav1.FieldValidationStrict:
+			return nil, fail(runtime.NewStrictDecodingError(strict))
+		case metav1.FieldValidationIgnore:
+		default: // Warn
+			for _, e := range strict {
+				addWarning(ctx, e.Error())
+			}
+		}
+	}
+	return out, nil
+}
