@@ -2,8 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +92,70 @@ func TestIndexListsServedPaths(t *testing.T) {
 	}
 	if code, body := call(t, ts, http.MethodGet, "/no-such-path", "", ""); code != http.StatusNotFound || body != "404 page not found\n" {
 		t.Errorf("an unknown path: %d %q", code, body)
+	}
+}
+
+// Requests kube-apiserver's handler chain answers in its own ways: a name
+// no storage key can hold is a 400 from the store; a method no route
+// knows on a custom resource's path is the resource's 405 (no verb), as
+// is OPTIONS; a custom resource's path with a part too many is the
+// object's NotFound; the OpenAPI documents and group discovery answer any
+// method.
+func TestRequestsAsKubeHandlerChain(t *testing.T) {
+	ts := newTestServer(t)
+	for _, c := range []struct{ method, name, want string }{
+		{http.MethodGet, "..", `Name parameter invalid: "..": may not be '..'`},
+		{http.MethodDelete, ".", `Name parameter invalid: ".": may not be '.'`},
+		{http.MethodPatch, "a%25b", `Name parameter invalid: "a%b": may not contain '%'`},
+	} {
+		req, _ := http.NewRequest(c.method, ts.URL+"/api/v1/namespaces/"+c.name, strings.NewReader(`{}`))
+		if c.method == http.MethodDelete {
+			req.Body, req.ContentLength = nil, 0
+		}
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+		req.URL.RawPath = "/api/v1/namespaces/" + c.name // as sent, not cleaned
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), strings.ReplaceAll(c.want, `"`, `\"`)) {
+			t.Errorf("%s namespaces/%s: %d %s, want 400 %s", c.method, c.name, resp.StatusCode, body, c.want)
+		}
+	}
+	if code, body := call(t, ts, http.MethodPut, "/api/v1/namespaces/..", "application/json", `{"metadata":{"name":".."}}`); code != http.StatusBadRequest || !strings.Contains(body, "may not be '..'") {
+		t.Errorf("PUT namespaces/..: %d %s", code, body)
+	}
+
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
+		t.Fatalf("create a CRD: %d %s", code, body)
+	}
+	const things = "/apis/a.example.com/v1/namespaces/default/things"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := call(t, ts, http.MethodGet, things, "", ""); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the CRD's resource is not served after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, method := range []string{"PROPFIND", http.MethodOptions} {
+		code, body := call(t, ts, method, things, "", "")
+		if code != http.StatusMethodNotAllowed || !strings.Contains(body, `"message":" is not supported on resources of kind \"things.a.example.com\""`) {
+			t.Errorf("%s %s: %d %s", method, things, code, body)
+		}
+	}
+	if code, body := call(t, ts, http.MethodGet, things+"/x/y/z", "", ""); code != http.StatusNotFound || !strings.Contains(body, `things.a.example.com \"x\" not found`) {
+		t.Errorf("GET %s/x/y/z: %d %s, want the object's NotFound", things, code, body)
+	}
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, "/openapi/v2"}, {http.MethodHead, "/openapi/v3"}, {http.MethodPost, "/apis"}, {http.MethodPost, "/apis/apiextensions.k8s.io"},
+	} {
+		if code, body := call(t, ts, c.method, c.path, "", ""); code != http.StatusOK {
+			t.Errorf("%s %s: %d %.200s, want 200", c.method, c.path, code, body)
+		}
 	}
 }

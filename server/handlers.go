@@ -58,6 +58,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceReques
 		writeError(w, r, err)
 		return
 	}
+	if err := checkPathName(req.name); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	obj, _, err := s.getObject(r.Context(), req.res, req.namespace, req.name)
 	if err != nil {
 		writeError(w, r, err)
@@ -755,6 +759,17 @@ func checkNamespace(req *resourceRequest, obj *unstructured.Unstructured) error 
 	return nil
 }
 
+// checkPathName refuses a name no storage key can hold ("." or "..", or
+// one holding "/" or "%"), as kube-apiserver's store does when it makes
+// the key of a get, update, patch or delete (after the request's body and
+// options are read).
+func checkPathName(name string) error {
+	if msgs := path.IsValidPathSegmentName(name); len(msgs) != 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", name, strings.Join(msgs, ";")))
+	}
+	return nil
+}
+
 // checkName refuses an object written to the URL of another name, or of
 // none, in kube-apiserver's words.
 func checkName(name, urlName string) error {
@@ -820,6 +835,9 @@ type updateFunc func(current *unstructured.Unstructured) (*unstructured.Unstruct
 // All but the write happens in the request's version; the object returned
 // is the one stored, in the storage version.
 func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun, patched bool, compute updateFunc) (*unstructured.Unstructured, error) {
+	if err := checkPathName(req.name); err != nil {
+		return nil, err
+	}
 	res := req.res
 	for attempt := 0; ; attempt++ {
 		stored, err := s.store.Get(ctx, storageKey(res, req.namespace, req.name))
@@ -1066,6 +1084,9 @@ func sameAsStored(obj *unstructured.Unstructured, stored *storage.Object) bool {
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	opts, err := parseDeleteOptions(r)
+	if err == nil {
+		err = checkPathName(req.name)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -64,7 +64,11 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 	sc := req.res.ScaleIn(req.version)
 	switch r.Method {
 	case http.MethodGet:
-		cr, _, err := s.getObject(r.Context(), req.res, req.namespace, req.name)
+		err := checkPathName(req.name)
+		var cr *unstructured.Unstructured
+		if err == nil {
+			cr, _, err = s.getObject(r.Context(), req.res, req.namespace, req.name)
+		}
 		if err == nil {
 			err = req.res.Strategy.Convert(cr, req.version)
 		}

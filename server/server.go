@@ -227,15 +227,25 @@ func (s *Server) Handler() http.Handler {
 	}
 	r.Get("/api", s.serveAPIVersions)
 	r.Get("/api/", s.serveAPIVersions)
-	r.Get("/apis", s.serveAPIGroups)
-	r.Get("/apis/", s.serveAPIGroups)
-	r.Get("/openapi/v3", s.serveOpenAPIV3Root)
-	r.Get("/openapi/v3/*", s.serveOpenAPIV3)
-	r.Get("/openapi/v2", s.serveOpenAPIV2)
+	// As kube-apiserver's handlers of these (the aggregator's, kube-openapi's):
+	// any method.
+	r.HandleFunc("/apis", s.serveAPIGroups)
+	r.HandleFunc("/apis/", s.serveAPIGroups)
+	r.HandleFunc("/openapi/v3", s.serveOpenAPIV3Root)
+	r.HandleFunc("/openapi/v3/*", s.serveOpenAPIV3)
+	r.HandleFunc("/openapi/v2", s.serveOpenAPIV2)
 	r.HandleFunc("/api/*", s.serveAPIPath)
 	r.HandleFunc("/apis/*", s.serveAPIPath)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, notFoundPath(r)) })
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, methodNotAllowed(r)) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		// A method the router does not know (PROPFIND...) on a resource's
+		// path is the resource's to refuse, as kube-apiserver's handlers do.
+		if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/apis/") {
+			s.serveAPIPath(w, r)
+			return
+		}
+		writeError(w, r, methodNotAllowed(r))
+	})
 	return r
 }
 
@@ -258,11 +268,7 @@ func (s *Server) serveAPIPath(w http.ResponseWriter, r *http.Request) {
 	} else {
 		group = parts[1]
 		if len(parts) == 2 {
-			if r.Method != http.MethodGet {
-				writeError(w, r, methodNotAllowed(r))
-				return
-			}
-			s.serveAPIGroup(w, r, group)
+			s.serveAPIGroup(w, r, group) // any method, as kube's aggregator
 			return
 		}
 		version, rest = parts[2], parts[3:]
@@ -354,15 +360,21 @@ func (s *Server) parseResourcePath(method, group, version string, parts []string
 			return nil, apierrors.NewNotFound(schema.GroupResource{}, "")
 		}
 	}
-	if len(parts) > 3 {
-		return nil, s.notFoundIn(group, version)
-	}
 	res, ok := s.reg.Get(group, version, parts[0])
 	if !ok {
 		if s.crds.unconvertible(group, version, parts[0], req.namespace != "", len(parts) == 1, method) {
 			return nil, apierrors.NewInternalError(errors.New("error resolving resource"))
 		}
 		return nil, s.notFoundIn(group, version)
+	}
+	if len(parts) > 3 {
+		if !res.Custom {
+			return nil, s.notFoundIn(group, version)
+		}
+		// kube-apiserver's custom resource handler reads the third part
+		// as a subresource, and finds none.
+		req.res = res
+		return req, apierrors.NewNotFound(schema.GroupResource{Group: res.Group, Resource: res.Plural}, parts[1])
 	}
 	req.res = res
 	if req.namespace != "" && !res.Namespaced {
@@ -486,8 +498,10 @@ func verbOf(method string) string {
 		return "patch"
 	case http.MethodDelete:
 		return "delete"
+	case http.MethodGet, http.MethodHead:
+		return "get"
 	}
-	return strings.ToLower(method)
+	return "" // kube-apiserver's request info has no verb for other methods
 }
 
 // Bootstrap creates the namespaces a new cluster has.
