@@ -31,19 +31,7 @@ func TestAggregatedDiscoveryETagFollowsCRDs(t *testing.T) {
 	if code != http.StatusOK || before == "" {
 		t.Fatalf("aggregated /apis: %d, ETag %q", code, before)
 	}
-	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
-		t.Fatalf("create a CRD: %d %s", code, body)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if code, _ := call(t, ts, http.MethodGet, "/apis/a.example.com/v1/things", "", ""); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the CRD's resource is not served after 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	serveThings(t, ts)
 	if after, _ := etag(); after == before {
 		t.Errorf("the ETag stayed %s after a CRD's resource was served", after)
 	}
@@ -128,20 +116,8 @@ func TestRequestsAsKubeHandlerChain(t *testing.T) {
 		t.Errorf("PUT namespaces/..: %d %s", code, body)
 	}
 
-	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
-		t.Fatalf("create a CRD: %d %s", code, body)
-	}
 	const things = "/apis/a.example.com/v1/namespaces/default/things"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if code, _ := call(t, ts, http.MethodGet, things, "", ""); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the CRD's resource is not served after 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	serveThings(t, ts)
 	for _, method := range []string{"PROPFIND", http.MethodOptions} {
 		code, body := call(t, ts, method, things, "", "")
 		if code != http.StatusMethodNotAllowed || !strings.Contains(body, `"message":" is not supported on resources of kind \"things.a.example.com\""`) {

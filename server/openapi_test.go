@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,25 @@ func gvCRD(group, field string) string {
 		"spec":{"group":"%[1]s","scope":"Namespaced","names":{"plural":"things","singular":"thing","kind":"Thing","listKind":"ThingList"},
 		"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object",
 			"properties":{"spec":{"type":"object","properties":{%q:{"type":"string"}}}}}}}]}}`, group, field)
+}
+
+// serveThings creates gvCRD("a.example.com", "first") and waits until its
+// things are served.
+func serveThings(t *testing.T, ts *httptest.Server) {
+	t.Helper()
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
+		t.Fatalf("create a CRD: %d %s", code, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := call(t, ts, http.MethodGet, "/apis/a.example.com/v1/things", "", ""); code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the CRD's resource is not served after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // getDocument returns an OpenAPI v3 document's body and Last-Modified.
@@ -155,19 +175,7 @@ func TestBuiltinOpenAPIDocumentsCoverTheBuiltinKinds(t *testing.T) {
 // handler serves its discovery outside the documented services).
 func TestOpenAPIDocumentsDescribeDiscovery(t *testing.T) {
 	ts := newTestServer(t)
-	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
-		t.Fatalf("create a CRD: %d %s", code, body)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if code, _ := call(t, ts, http.MethodGet, "/apis/a.example.com/v1/things", "", ""); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the CRD's resource is not served after 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	serveThings(t, ts)
 	index, _ := getDocument(t, ts.URL+"/openapi/v3")
 	var root struct {
 		Paths map[string]struct {
