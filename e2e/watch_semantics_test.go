@@ -420,6 +420,12 @@ func TestWatchBookmarkForms(t *testing.T) {
 	}
 	r := k.do(t, "GET", watchList, nil, "Accept: application/json;as=Table;g=meta.k8s.io;v=v1")
 	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+	// With a form after the Table to fall back to (kubectl's Accept), that
+	// form.
+	r = k.do(t, "GET", watchList, nil, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"type":"ADDED","object":{"apiVersion":"v1","kind":"Namespace"`) {
+		t.Errorf("watch-list accepting a Table or JSON: %d %.300s, want JSON events", r.Code, r.Body)
+	}
 
 	// A bookmark comes 2s before the watch's deadline, whatever the
 	// interval, as kube-apiserver's watch cache sends it.
@@ -456,10 +462,20 @@ func TestWatchBookmarkForms(t *testing.T) {
 		t.Errorf("watch of namespace default selecting its own name: %d %s", r.Code, r.Body)
 	}
 
-	// A watch from "0" that allows bookmarks is a watch-list too.
-	r = k.do(t, "GET", "/api/v1/namespaces?watch=1&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=1", nil)
-	if !strings.Contains(string(r.Body), metav1.InitialEventsAnnotationKey) {
-		t.Errorf("watch from resourceVersion 0 with bookmarks: %s, want the initial events' closing bookmark", r.Body)
+	// A watch from "" or "0" that allows bookmarks but does not ask for a
+	// watch-list starts as kube-apiserver 1.33's (its WatchList feature
+	// off by default): the current objects, and no closing bookmark.
+	for _, rv := range []string{"", "0"} {
+		r = k.do(t, "GET", "/api/v1/namespaces?watch=1&resourceVersion="+rv+"&allowWatchBookmarks=true&timeoutSeconds=1", nil)
+		if !strings.Contains(string(r.Body), `"type":"ADDED"`) || strings.Contains(string(r.Body), metav1.InitialEventsAnnotationKey) {
+			t.Errorf("watch from resourceVersion %q with bookmarks: %s, want the initial ADDED events and no closing bookmark", rv, r.Body)
+		}
+	}
+	// Nor does it take a watch-list's rules: a continue token is no
+	// resourceVersionMatch there.
+	r = k.do(t, "GET", "/api/v1/namespaces?watch=1&continue=abc&timeoutSeconds=1", nil)
+	if r.Code == http.StatusUnprocessableEntity {
+		t.Errorf("watch with a continue token: %d %s, want no watch-list validation error", r.Code, r.Body)
 	}
 }
 

@@ -157,9 +157,12 @@ func parseListOptions(r *http.Request, watch bool) (*metainternalversion.ListOpt
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	opts.Watch = opts.Watch || watch
-	// As kube-apiserver with its WatchList feature, which kapi serves: a
-	// watch from "" or "0" sends the initial events and says where they end.
-	metainternalversion.SetListOptionsDefaults(opts, true)
+	// A watch-list (sendInitialEvents) is served as kube-apiserver serves it
+	// with its WatchList feature on, when a client asks for one; a watch
+	// from "" or "0" that does not ask starts as kube-apiserver 1.33's
+	// (the feature off by default): its initial events, no closing
+	// bookmark (kube's defaulting with the feature on would make it a
+	// watch-list).
 	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}

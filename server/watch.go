@@ -53,7 +53,18 @@ type watchEvent struct {
 // watch serves ?watch=true and the /watch/ paths: the changes of one
 // resource as a JSON stream of events, from the requested resourceVersion.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	out, err := negotiate(r, "Table", "PartialObjectMetadata")
+	opts, err := parseListOptions(r, true)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	// A watch-list streams a list's items, which a Table cannot carry:
+	// kube-apiserver takes the next form the client accepts.
+	forms := []string{"Table", "PartialObjectMetadata"}
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks {
+		forms = forms[1:]
+	}
+	out, err := negotiate(r, forms...)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -62,21 +73,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, notAcceptable())
 		return
 	}
-	opts, err := parseListOptions(r, true)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	if _, err := parseResourceVersion(opts.ResourceVersion); err != nil {
 		// kube-apiserver's watch cache refuses it before the stream
 		// starts, and the error is no Status: a 500 with its message.
 		writeError(w, r, err)
-		return
-	}
-	if out.as == "Table" && opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks {
-		// A watch-list streams a list's items, which a Table cannot
-		// carry: kube-apiserver refuses it.
-		writeError(w, r, notAcceptable())
 		return
 	}
 	if req.name != "" {
