@@ -707,7 +707,7 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 		}
 		return stored, nil
 	}
-	if err := storeShedding(stored, func() error { _, err := s.store.Create(ctx, key, encoder(stored)); return err }); err != nil {
+	if err := storeShedding(stored, func() error { _, err := s.store.Create(ctx, key, encoder(res, stored)); return err }); err != nil {
 		return nil, storageError(err, res, obj.GetName())
 	}
 	return stored, nil
@@ -988,13 +988,13 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if derr != nil {
 				return nil, apierrors.NewInternalError(derr)
 			}
-			_, err = s.store.Delete(ctx, key, rev, encoder(deleted))
+			_, err = s.store.Delete(ctx, key, rev, encoder(res, deleted))
 		} else if sameAsStored(out, stored) {
 			// Nothing changed: kube-apiserver skips the write and keeps
 			// the resourceVersion.
 			return out, nil
 		} else {
-			err = storeShedding(out, func() error { _, err := s.store.Update(ctx, key, rev, encoder(out)); return err })
+			err = storeShedding(out, func() error { _, err := s.store.Update(ctx, key, rev, encoder(res, out)); return err })
 		}
 		// Without a client precondition a write that lost a race is made
 		// again on what won, for as long as the request lasts, as kube's
@@ -1242,7 +1242,7 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 			if dryRun {
 				return obj, true, nil
 			}
-			_, err = s.store.Delete(ctx, key, rev, encoder(obj))
+			_, err = s.store.Delete(ctx, key, rev, encoder(res, obj))
 			if errors.Is(err, storage.ErrConflict) && ctx.Err() == nil {
 				continue
 			}
@@ -1269,7 +1269,7 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 			// Already marked (a repeated DELETE): nothing to write.
 			return obj, false, nil
 		}
-		_, err = s.store.Update(ctx, key, rev, encoder(obj))
+		_, err = s.store.Update(ctx, key, rev, encoder(res, obj))
 		if errors.Is(err, storage.ErrConflict) && ctx.Err() == nil {
 			continue
 		}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kapi-dev/kapi/server/registry"
 )
 
 // Over the in-flight bound, a request is answered 429 with Retry-After at
@@ -75,12 +79,51 @@ func TestInflightLimit(t *testing.T) {
 
 func TestStoredObjectSizeLimit(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"data": strings.Repeat("x", maxObjectBytes)}}
-	_, err := encoder(obj)(1)
+	_, err := encoder(&registry.Resource{}, obj)(1)
 	if !apierrors.IsRequestEntityTooLargeError(err) {
 		t.Fatalf("encoding a %d-byte object: %v, want 413", maxObjectBytes, err)
 	}
 	small := &unstructured.Unstructured{Object: map[string]interface{}{"data": "x"}}
-	if _, err := encoder(small)(1); err != nil {
+	if _, err := encoder(&registry.Resource{}, small)(1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A CRD is measured against the stored-object limit as kube-apiserver
+// stores it, as v1beta1 JSON: one copy of a schema its versions share.
+// Versions with schemas of their own are stored one by one.
+func TestCRDStoredSizeLimit(t *testing.T) {
+	ts := newTestServer(t)
+	crd := func(name string, sameSchemas bool) string {
+		props := map[string]any{}
+		for i := range 60 {
+			props[fmt.Sprintf("field%02d", i)] = map[string]any{"type": "string", "description": strings.Repeat("a field of the widget. ", 8)}
+		}
+		var versions []any
+		for i, v := range []string{"v1alpha1", "v1beta1", "v1"} {
+			p := props
+			if !sameSchemas {
+				p = map[string]any{fmt.Sprintf("only%d", i): map[string]any{"type": "string"}}
+				for k, v := range props {
+					p[k] = v
+				}
+			}
+			versions = append(versions, map[string]any{"name": v, "served": true, "storage": v == "v1",
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{"spec": map[string]any{"type": "object", "properties": p}}}}})
+		}
+		body, _ := json.Marshal(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "widgets." + name},
+			"spec":     map[string]any{"group": name, "scope": "Namespaced", "names": map[string]any{"plural": "widgets", "kind": "Widget"}, "versions": versions}})
+		return string(body)
+	}
+	shared, own := crd("shared.example.com", true), crd("own.example.com", false)
+	// Over the limit as v1 JSON (three schemas), under it as v1beta1 (one).
+	defer func(old int) { maxObjectBytes = old }(maxObjectBytes)
+	maxObjectBytes = len(shared) * 2 / 3
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", shared); code != http.StatusCreated {
+		t.Errorf("a CRD whose versions share a %d-byte schema, limit %d: %d %.300s", len(shared)/3, maxObjectBytes, code, body)
+	}
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", own); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a CRD whose versions have schemas of their own, limit %d: %d %.300s, want 413", maxObjectBytes, code, body)
 	}
 }

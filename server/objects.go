@@ -312,12 +312,18 @@ func decodeStored(o *storage.Object) (*unstructured.Unstructured, error) {
 
 // encoder renders obj for the store with its resourceVersion set to the
 // revision the store assigns.
-func encoder(obj *unstructured.Unstructured) storage.Encoder {
+func encoder(res *registry.Resource, obj *unstructured.Unstructured) storage.Encoder {
 	return func(rev int64) ([]byte, error) {
 		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 		data, err := unstructuredjson.Marshal(obj.Object)
 		if err == nil && len(data) > maxObjectBytes {
-			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes; a stored object may be at most %d", len(data), maxObjectBytes))
+			size := len(data)
+			if res.StoredSize != nil {
+				size = res.StoredSize(obj) // the form kube-apiserver stores
+			}
+			if size > maxObjectBytes {
+				return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the object is %d bytes; a stored object may be at most %d", size, maxObjectBytes))
+			}
 		}
 		return data, err
 	}

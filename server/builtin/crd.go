@@ -3,15 +3,18 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	crdregistry "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kapi-dev/kapi/server/registry"
@@ -115,7 +118,28 @@ func crdResource() *registry.Resource {
 		CheckDelete: func(u *unstructured.Unstructured, opts *metav1.DeleteOptions) (bool, error) {
 			return false, checkDeletePreconditions(apiextensionsv1.Resource("customresourcedefinitions"), u, opts)
 		},
+		StoredSize: crdStoredSize,
 	}
+}
+
+// crdV1beta1Codec encodes a CRD as kube-apiserver stores it: v1beta1 JSON,
+// which holds one copy of the schema, subresources and columns that every
+// version shares (kube keeps that form "for objects whose v1 serialization
+// is too big but whose v1beta1 serialization can be stored",
+// https://issue.k8s.io/82292).
+var crdV1beta1Codec = serializer.NewCodecFactory(apiextensionsScheme).LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion)
+
+// crdStoredSize is the size of obj's v1beta1 JSON.
+func crdStoredSize(obj *unstructured.Unstructured) int {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
+		return math.MaxInt
+	}
+	data, err := runtime.Encode(crdV1beta1Codec, toInternalCRD(crd))
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(data)
 }
 
 // setCRDCondition sets cond, keeping lastTransitionTime when the status

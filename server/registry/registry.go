@@ -217,8 +217,12 @@ type Resource struct {
 	StatusKeepsMetadata bool
 	// ReturnDeletedObject makes DELETE answer with the object, not a Status.
 	ReturnDeletedObject bool
-	Strategy            Strategy
-	Table               TableConvertor
+	// StoredSize, when set, is the size in bytes kube-apiserver stores an
+	// object in, where its storage form is not the served one: the 1.5
+	// MiB limit on stored objects is measured on it.
+	StoredSize func(obj *unstructured.Unstructured) int
+	Strategy   Strategy
+	Table      TableConvertor
 	// TypeConverter turns objects into structured-merge-diff values for
 	// managedFields and server-side apply (nil: neither is available).
 	TypeConverter managedfields.TypeConverter
