@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/client-go/scale"
+	scaleclient "k8s.io/client-go/scale"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kapi-dev/kapi/server/registry"
@@ -356,7 +356,7 @@ type scaleWrite struct{ scale, old *unstructured.Unstructured }
 
 // scaleScheme knows the one kind a /scale endpoint takes, as
 // kube-apiserver's scale converter's scheme.
-var scaleScheme = scale.NewScaleConverter().Scheme()
+var scaleScheme = scaleclient.NewScaleConverter().Scheme()
 
 // decodeScale decodes a Scale sent to /scale (a PUT's body, or a patch's
 // result) as kube-apiserver's scale endpoint does: an autoscaling/v1 Scale
