@@ -124,6 +124,11 @@ func TestRequestsAsKubeHandlerChain(t *testing.T) {
 			t.Errorf("%s %s: %d %s", method, things, code, body)
 		}
 	}
+	for _, p := range []string{"/apis/", "/api/"} {
+		if code, body := call(t, ts, "PROPFIND", p, "", ""); code != http.StatusMethodNotAllowed {
+			t.Errorf("PROPFIND %s: %d %s, want 405", p, code, body)
+		}
+	}
 	if code, body := call(t, ts, http.MethodGet, things+"/x/y/z", "", ""); code != http.StatusNotFound || !strings.Contains(body, `things.a.example.com \"x\" not found`) {
 		t.Errorf("GET %s/x/y/z: %d %s, want the object's NotFound", things, code, body)
 	}

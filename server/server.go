@@ -240,7 +240,7 @@ func (s *Server) Handler() http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		// A method the router does not know (PROPFIND...) on a resource's
 		// path is the resource's to refuse, as kube-apiserver's handlers do.
-		if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/apis/") {
+		if p := strings.Trim(r.URL.Path, "/"); strings.Contains(p, "/") && (strings.HasPrefix(p, "api/") || strings.HasPrefix(p, "apis/")) {
 			s.serveAPIPath(w, r)
 			return
 		}
