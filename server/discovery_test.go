@@ -124,9 +124,9 @@ func TestRequestsAsKubeHandlerChain(t *testing.T) {
 			t.Errorf("%s %s: %d %s", method, things, code, body)
 		}
 	}
-	for _, p := range []string{"/apis/", "/api/"} {
-		if code, body := call(t, ts, "PROPFIND", p, "", ""); code != http.StatusMethodNotAllowed {
-			t.Errorf("PROPFIND %s: %d %s, want 405", p, code, body)
+	for _, method := range []string{"PROPFIND", http.MethodPost, http.MethodDelete} {
+		if code, body := call(t, ts, method, "/api/", "", ""); code != http.StatusMethodNotAllowed {
+			t.Errorf("%s /api/: %d %s, want 405", method, code, body)
 		}
 	}
 	if code, body := call(t, ts, http.MethodGet, things+"/x/y/z", "", ""); code != http.StatusNotFound || !strings.Contains(body, `things.a.example.com \"x\" not found`) {

@@ -240,7 +240,7 @@ func (s *Server) Handler() http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		// A method the router does not know (PROPFIND...) on a resource's
 		// path is the resource's to refuse, as kube-apiserver's handlers do.
-		if p := strings.Trim(r.URL.Path, "/"); strings.Contains(p, "/") && (strings.HasPrefix(p, "api/") || strings.HasPrefix(p, "apis/")) {
+		if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/apis/") {
 			s.serveAPIPath(w, r)
 			return
 		}
@@ -257,6 +257,11 @@ func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveAPIPath(w http.ResponseWriter, r *http.Request) {
 	path := strings.Trim(r.URL.Path, "/")
 	parts := strings.Split(path, "/")
+	if len(parts) < 2 {
+		// /api/ by a method its route does not take.
+		writeError(w, r, methodNotAllowed(r))
+		return
+	}
 	var group, version string
 	var rest []string
 	if parts[0] == "api" {
