@@ -124,6 +124,11 @@ func TestRequestsAsKubeHandlerChain(t *testing.T) {
 			t.Errorf("%s %s: %d %s", method, things, code, body)
 		}
 	}
+	for _, p := range []string{"/api/v1/watch", "/api/v1/watch/", "/apis/a.example.com/v1/watch"} {
+		if code, body := call(t, ts, http.MethodGet, p, "", ""); code != http.StatusNotFound {
+			t.Errorf("GET %s: %d %s, want 404", p, code, body)
+		}
+	}
 	for _, method := range []string{"PROPFIND", http.MethodPost, http.MethodDelete} {
 		if code, body := call(t, ts, method, "/api/", "", ""); code != http.StatusMethodNotAllowed {
 			t.Errorf("%s /api/: %d %s, want 405", method, code, body)

@@ -353,6 +353,9 @@ func (s *Server) parseResourcePath(method, group, version string, parts []string
 	if parts[0] == "watch" {
 		req.watchPath = true
 		parts = parts[1:]
+		if len(parts) == 0 {
+			return nil, s.notFoundIn(group, version)
+		}
 	}
 	// namespaces/<ns>/<plural>/... addresses a namespaced resource, but
 	// namespaces/<name>[/status|/finalize] is the namespace itself.
