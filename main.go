@@ -70,7 +70,7 @@ func serve() error {
 	maxMutatingInflight := flag.Int("max-mutating-requests-inflight", 200, "the most mutating requests served at once; more get 429")
 	requestTimeout := flag.Duration("request-timeout", time.Minute, "the longest a request other than a watch may take (504 after it); a request's ?timeout= may shorten it")
 	profiling := flag.Bool("profiling", true, "serve Go's CPU, heap and goroutine profiles at /debug/pprof/ (as kube-apiserver's --profiling)")
-	auditLogPath := flag.String("audit-log-path", "", "append an audit event (JSON lines, audit.k8s.io/v1, Metadata level) per API request to this file")
+	auditLogPath := flag.String("audit-log-path", "", "append an audit event (JSON lines, audit.k8s.io/v1, Metadata level) per API request to this file (- for standard output)")
 	serviceResolver := flag.String("service-resolver", "", "where webhook service references go, as namespace/name:port=host:port[,...] (kapi serves no Services)")
 	storageQuota := flag.Int64("storage-quota-bytes", 0, "cap the database at this size: past it writes are refused (503) as on a full disk, reads go on; 0: no cap")
 	historyRevisions := flag.Int64("history-revisions", 10000, "keep at least this many of the newest revisions")
@@ -126,7 +126,15 @@ func serve() error {
 	}
 	srvOpts := server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics,
 		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight, RequestTimeout: *requestTimeout, Profiling: *profiling}
-	if *auditLogPath != "" {
+	switch *auditLogPath {
+	case "":
+	case "-": // standard output, as kube-apiserver's --audit-log-path
+		srvOpts.AuditLog = os.Stdout
+	default:
+		// As kube-apiserver: the file's directory is made if missing.
+		if err := os.MkdirAll(filepath.Dir(*auditLogPath), 0o700); err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
 		f, err := os.OpenFile(*auditLogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return fmt.Errorf("audit log: %w", err)

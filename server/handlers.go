@@ -33,7 +33,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
@@ -526,6 +525,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		return
 	}
 	req.options = opts.raw
+	logRequestObject(r.Context(), req, obj)
 	created, err := s.createObject(r.Context(), req, obj, opts.dryRun, opts.fieldManager)
 	if err != nil {
 		writeError(w, r, err)
@@ -625,10 +625,6 @@ func (s *Server) createObject(ctx context.Context, req *resourceRequest, obj *un
 			continue
 		}
 		return nil, s.alreadyExists(ctx, req, obj, generate)
-	}
-	if ev := audit.AuditEventFrom(ctx); ev != nil && ev.ObjectRef != nil && ev.ObjectRef.Name == "" {
-		// The audit event names the object a create made.
-		ev.ObjectRef.Name = obj.GetName()
 	}
 	return stored, nil
 }
@@ -804,6 +800,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
+	logRequestObject(r.Context(), req, obj)
 	// The namespace first, then the name, as kube-apiserver checks them.
 	if err := checkNamespace(req, obj); err != nil {
 		writeError(w, r, err)

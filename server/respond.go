@@ -16,6 +16,8 @@ import (
 	"github.com/munnerz/goautoneg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/yaml"
 
@@ -111,6 +113,10 @@ func pretty(r *http.Request) bool {
 
 // writeObject writes obj with code in the negotiated encoding.
 func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, obj any) {
+	if status, ok := obj.(*metav1.Status); ok {
+		// As kube-apiserver's response writer: the audit event records it.
+		audit.LogResponseObject(r.Context(), status, schema.GroupVersion{}, nil)
+	}
 	var data []byte
 	if raw, ok := obj.(json.RawMessage); ok {
 		data = raw // encoded already (a list): spare a re-scan

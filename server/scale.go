@@ -170,6 +170,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 	var put *autoscalingv1.Scale
 	if r.Method == http.MethodPut {
 		if put, err = decodeScale(r.Context(), body, opts.fieldValidation, false); err == nil {
+			logRequestObject(r.Context(), req, put)
 			if err = rest.EnsureObjectNamespaceMatchesRequestNamespace(req.namespace, put); err == nil {
 				err = checkName(put.Name, req.name)
 			}

@@ -432,7 +432,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 	noteRequest(r, req, verb)
 	if s.opts.AuditLog != nil {
 		log := &auditLog{w: s.opts.AuditLog, mu: &s.auditMu}
-		r = log.begin(r, req, auditVerbs[verb])
+		auditVerb := auditVerbs[verb]
+		if r.Method == http.MethodHead { // kube's request info reads a HEAD as a read
+			auditVerb = map[bool]string{true: "get", false: "list"}[req.name != ""]
+		}
+		r = log.begin(r, req, auditVerb)
 		defer func() {
 			log.end(r.Context(), responseCode(w))
 		}()
