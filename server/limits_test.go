@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
 )
 
@@ -93,8 +94,10 @@ func TestStoredObjectSizeLimit(t *testing.T) {
 // stores it, as v1beta1 JSON: one copy of a schema its versions share.
 // Versions with schemas of their own are stored one by one.
 func TestCRDStoredSizeLimit(t *testing.T) {
-	ts := newTestServer(t)
-	crd := func(name string, sameSchemas bool) string {
+	reg := registry.New()
+	builtin.Register(reg)
+	res, _ := reg.Get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+	crd := func(name string, sameSchemas bool) *unstructured.Unstructured {
 		props := map[string]any{}
 		for i := range 60 {
 			props[fmt.Sprintf("field%02d", i)] = map[string]any{"type": "string", "description": strings.Repeat("a field of the widget. ", 8)}
@@ -111,19 +114,22 @@ func TestCRDStoredSizeLimit(t *testing.T) {
 			versions = append(versions, map[string]any{"name": v, "served": true, "storage": v == "v1",
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{"spec": map[string]any{"type": "object", "properties": p}}}}})
 		}
-		body, _ := json.Marshal(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 			"metadata": map[string]any{"name": "widgets." + name},
-			"spec":     map[string]any{"group": name, "scope": "Namespaced", "names": map[string]any{"plural": "widgets", "kind": "Widget"}, "versions": versions}})
-		return string(body)
+			"spec":     map[string]any{"group": name, "scope": "Namespaced", "names": map[string]any{"plural": "widgets", "kind": "Widget"}, "versions": versions}}}
 	}
 	shared, own := crd("shared.example.com", true), crd("own.example.com", false)
+	data, err := json.Marshal(shared.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Over the limit as v1 JSON (three schemas), under it as v1beta1 (one).
 	defer func(old int) { maxObjectBytes = old }(maxObjectBytes)
-	maxObjectBytes = len(shared) * 2 / 3
-	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", shared); code != http.StatusCreated {
-		t.Errorf("a CRD whose versions share a %d-byte schema, limit %d: %d %.300s", len(shared)/3, maxObjectBytes, code, body)
+	maxObjectBytes = len(data) * 2 / 3
+	if _, err := encoder(res, shared)(1); err != nil {
+		t.Errorf("a CRD whose versions share a %d-byte schema, limit %d: %v", len(data)/3, maxObjectBytes, err)
 	}
-	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", own); code != http.StatusRequestEntityTooLarge {
-		t.Errorf("a CRD whose versions have schemas of their own, limit %d: %d %.300s, want 413", maxObjectBytes, code, body)
+	if _, err := encoder(res, own)(1); !apierrors.IsRequestEntityTooLargeError(err) {
+		t.Errorf("a CRD whose versions have schemas of their own, limit %d: %v, want 413", maxObjectBytes, err)
 	}
 }
