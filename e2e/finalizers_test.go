@@ -494,8 +494,10 @@ func TestNamespaceFirstDelete(t *testing.T) {
 	if still, err := namespaces.Get(ctx, "unfinalized", metav1.GetOptions{}); err != nil || still.Status.Phase != corev1.NamespaceTerminating {
 		t.Fatalf("after the first DELETE: %v %v, want the namespace kept Terminating", err, still.Status.Phase)
 	}
-	if r := k.do(t, "DELETE", "/api/v1/namespaces/unfinalized", nil); r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"kind":"Status"`) {
-		t.Errorf("second DELETE: %d %s, want 200 and a Status", r.Code, r.Body)
+	// kube's namespace storage answers the deleted namespace
+	// (ReturnDeletedObject), not a Status.
+	if r := k.do(t, "DELETE", "/api/v1/namespaces/unfinalized", nil); r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"kind":"Namespace"`) {
+		t.Errorf("second DELETE: %d %s, want 200 and the namespace", r.Code, r.Body)
 	}
 	if _, err := namespaces.Get(ctx, "unfinalized", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after the second DELETE: %v, want NotFound", err)

@@ -174,3 +174,32 @@ func TestCreateWithoutManagerIsRecordedAsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// DELETE as kube-apiserver's own storages answer it: a namespace's last
+// DELETE answers the namespace (ReturnDeletedObject), and a CRD's first
+// DELETE only marks it with its cleanup finalizer, whatever the
+// propagation policy.
+func TestDeleteAsKubeStoragesAnswer(t *testing.T) {
+	ts := newTestServer(t)
+	if code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"gone"}}`); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if code, body := call(t, ts, http.MethodPut, nsPath+"/gone/finalize", "application/json", `{"metadata":{"name":"gone"},"spec":{"finalizers":[]}}`); code != http.StatusOK {
+		t.Fatalf("finalize: %d %s", code, body)
+	}
+	for i, want := range []string{`"phase":"Terminating"`, `"kind":"Namespace"`} {
+		if code, body := call(t, ts, http.MethodDelete, nsPath+"/gone", "", ""); code != http.StatusOK || !strings.Contains(body, want) || strings.Contains(body, `"kind":"Status"`) {
+			t.Errorf("DELETE %d of a namespace without finalizers: %d %s, want the namespace", i+1, code, body)
+		}
+	}
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
+		t.Fatalf("create a CRD: %d %s", code, body)
+	}
+	code, body := call(t, ts, http.MethodDelete, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.a.example.com", "application/json", `{"propagationPolicy":"Foreground"}`)
+	var crd struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(body), &crd); code != http.StatusOK || err != nil || strings.Join(crd.Metadata.Finalizers, ",") != "customresourcecleanup.apiextensions.k8s.io" {
+		t.Errorf("a CRD's first DELETE with Foreground propagation: %d %v, finalizers %v, want the cleanup finalizer alone", code, err, crd.Metadata.Finalizers)
+	}
+}

@@ -1213,6 +1213,8 @@ func (s *Server) deleteObject(ctx context.Context, req *resourceRequest, opts *m
 		// Finalizers the propagation policy asks for.
 		fins := obj.GetFinalizers()
 		switch {
+		case res.FirstDeleteOnlyMarks && obj.GetDeletionTimestamp() == nil:
+			// None: the kind's own marking (a CRD's cleanup finalizer).
 		case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationOrphan,
 			opts.OrphanDependents != nil && *opts.OrphanDependents:
 			fins = withFinalizer(withoutFinalizer(fins, metav1.FinalizerDeleteDependents), metav1.FinalizerOrphanDependents)

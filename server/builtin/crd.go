@@ -118,7 +118,8 @@ func crdResource() *registry.Resource {
 		CheckDelete: func(u *unstructured.Unstructured, opts *metav1.DeleteOptions) (bool, error) {
 			return false, checkDeletePreconditions(apiextensionsv1.Resource("customresourcedefinitions"), u, opts)
 		},
-		StoredSize: crdStoredSize,
+		StoredSize:           crdStoredSize,
+		FirstDeleteOnlyMarks: true,
 	}
 }
 

@@ -114,6 +114,7 @@ func namespaceResource() *registry.Resource {
 		Finalize:            true,
 		StatusKeepsMetadata: true,
 		NoDeleteCollection:  true,
+		ReturnDeletedObject: true, // as kube's namespace storage
 		OwnFieldLabelErrors: true,
 		CheckDelete:         checkNamespaceDelete,
 		Strategy:            s,

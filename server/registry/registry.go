@@ -217,6 +217,11 @@ type Resource struct {
 	StatusKeepsMetadata bool
 	// ReturnDeletedObject makes DELETE answer with the object, not a Status.
 	ReturnDeletedObject bool
+	// FirstDeleteOnlyMarks is true for kinds whose first DELETE only marks
+	// the object with the kind's own finalizer, whatever the propagation
+	// policy (kube-apiserver's CRD storage); later ones are the generic
+	// store's.
+	FirstDeleteOnlyMarks bool
 	// StoredSize, when set, is the size in bytes kube-apiserver stores an
 	// object in, where its storage form is not the served one: the 1.5
 	// MiB limit on stored objects is measured on it.
