@@ -35,6 +35,7 @@ func (b *bench) admission() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Stop()) }()
+	defer profileKapi(k, b.profDir, "admission")()
 	ctx, cancel := withTimeout(3 * time.Minute)
 	defer cancel()
 	const ns = "default"

@@ -29,6 +29,7 @@ type bench struct {
 	tmp     string // parent of every data dir
 	sync    string // --sync of the main phases
 	objects int    // objects of the main phase (10,000)
+	profDir string // where kapi's CPU profiles go ("": none taken)
 	r       *report
 
 	// Create rates by phase, for the shares of the SQLite ceiling.
@@ -48,6 +49,7 @@ func run() int {
 	jsonOut := flag.String("json", "bench.json", "where to write the figures as JSON (empty: nowhere)")
 	syncMode := flag.String("sync", "normal", "kapi's --sync mode for the main phases (kapi's default is normal); the other mode gets its own create figure")
 	objects := flag.Int("objects", 10000, "objects created in the main phase (the issue's figures are for 10,000)")
+	profDir := flag.String("cpuprofile", "", "a directory: take CPU profiles of kapi during the main and admission phases into it (`make pgo` merges them)")
 	only := flag.String("phases", "", "comma-separated phases to run, of start-up,many-crds,main,admission,fresh,compaction,ceiling (default all)")
 	flag.Parse()
 	if *syncMode != "full" && *syncMode != "normal" {
@@ -74,7 +76,7 @@ func run() int {
 	defer os.RemoveAll(tmp)
 	initClockTicks()
 
-	b := &bench{bin: absBin, floor: *floor, tmp: tmp, sync: *syncMode, objects: *objects, r: &report{}, fresh32: map[string]float64{}}
+	b := &bench{bin: absBin, floor: *floor, tmp: tmp, sync: *syncMode, objects: *objects, profDir: *profDir, r: &report{}, fresh32: map[string]float64{}}
 	start := time.Now()
 	b.r.Header = header{
 		Note:     "the load generator and kapi share this machine",

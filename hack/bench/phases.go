@@ -121,6 +121,7 @@ func (b *bench) mainPhase() (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, k.Stop()) }()
+	defer profileKapi(k, b.profDir, "main")()
 	ctx, cancel := withTimeout(8 * time.Minute)
 	defer cancel()
 	const ns = "default"
