@@ -2039,3 +2039,35 @@ spec:
 		}
 	}
 }
+
+// A deletecollection of CRDs deletes every CRD its selector matches and no
+// other (kube's CRD conformance test "listing custom resource definition
+// objects works"): each CRD's DELETE takes its own UID as its precondition,
+// which must not be the next item's.
+func TestCustomResourceDefinitionDeleteCollection(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	for _, plural := range []string{"dcones", "dctwos", "dcthrees", "dckeeps"} {
+		crd := newCRD(plural, "dc.example.com")
+		if plural != "dckeeps" {
+			crd.Labels = map[string]string{"e2e-list-test": "x"}
+		}
+		createCRD(t, k, crd)
+	}
+	sel := metav1.ListOptions{LabelSelector: "e2e-list-test=x"}
+	if err := crds.DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		t.Fatalf("deletecollection of the labelled CRDs: %v", err)
+	}
+	eventually(t, 10*time.Second, "the labelled CRDs gone", func() (bool, error) {
+		list, err := crds.List(ctx, sel)
+		if err != nil {
+			return false, err
+		}
+		return len(list.Items) == 0, fmt.Errorf("%d left", len(list.Items))
+	})
+	if _, err := crds.Get(ctx, "dckeeps.dc.example.com", metav1.GetOptions{}); err != nil {
+		t.Errorf("the CRD without the label: %v, want it kept", err)
+	}
+}

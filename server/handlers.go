@@ -1332,7 +1332,11 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	for _, obj := range items {
 		item := *req
 		item.namespace, item.name, item.inCollection = obj.GetNamespace(), obj.GetName(), true
-		if _, _, err := s.deleteObject(r.Context(), &item, opts); err != nil && !apierrors.IsNotFound(err) {
+		// Each item gets its own copy of the options, as kube's store
+		// hands each delete: a kind's DELETE may fill them in (a CRD's or
+		// a namespace's takes its UID as the precondition), and that must
+		// not carry over to the next item.
+		if _, _, err := s.deleteObject(r.Context(), &item, opts.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
 			writeError(w, r, err)
 			return
 		}
