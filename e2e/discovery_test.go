@@ -613,3 +613,45 @@ func TestDiscoveryAsKube(t *testing.T) {
 		t.Errorf("gitVersion %q: %v, prerelease %q", v.GitVersion, err, sv.PreRelease())
 	}
 }
+
+// Discovery lists a CRD's resource only once the CRD is Established, as
+// kube-apiserver's discovery controller does: a client that waits for the
+// resource in discovery (kube's own CRD test fixtures do) then finds the
+// CRD's status settled, and its status update is no conflict with the
+// CRD controller's.
+func TestDiscoveryListsOnlyEstablishedCRDs(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crds := k.Ext.ApiextensionsV1().CustomResourceDefinitions()
+	for i := 0; i < 20; i++ {
+		plural := "estab" + strings.Repeat("x", i+1) + "s"
+		crd := newCRD(plural, "estab.example.com")
+		crd.Spec.Scope = apiextensionsv1.ClusterScoped
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var list metav1.APIResourceList
+			r := k.do(t, "GET", "/apis/estab.example.com/v1", nil)
+			if r.Code == http.StatusOK {
+				decodeInto(t, r, &list)
+			}
+			if findResource(&list, plural) != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never listed in discovery", plural)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := crdCondition(got, apiextensionsv1.Established); c == nil || c.Status != apiextensionsv1.ConditionTrue {
+			t.Fatalf("%s is listed in discovery while its conditions are %s, want it Established first", plural, fmtJSON(got.Status.Conditions))
+		}
+	}
+}

@@ -269,6 +269,8 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 			return fmt.Errorf("building the resource of %s: %w", name, err)
 		}
 		served.Terminating = updated.DeletionTimestamp != nil
+		// Discovery lists it once the CRD is stored as Established.
+		served.Unestablished = !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
 		c.serve(name, served, from)
 		// Policies may be type-checked against this schema (start does
 		// it once for all the CRDs it serves).
@@ -280,6 +282,7 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 	}
 	if serve {
 		c.setTerminating(name, updated.DeletionTimestamp != nil)
+		c.setEstablished(name, apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established))
 		// The endpoint is served: now the CRD is Established.
 		if !apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established) {
 			apihelpers.SetCRDCondition(updated, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -295,7 +298,13 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		c.enqueue(name)
 		return nil
 	}
-	return c.writeStatus(ctx, res, updated)
+	written, err := c.writeStatus(ctx, res, updated)
+	if err == nil && written && serve {
+		// Stored as Established: discovery lists it from now on (the
+		// sync the write's event brings would too, a moment later).
+		c.setEstablished(name, apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established))
+	}
+	return err
 }
 
 // unconvertible tells whether a request for plural in group and version
@@ -347,10 +356,10 @@ func apiApprovalCondition(crd *apiextensionsv1.CustomResourceDefinition) *apiext
 
 // writeStatus stores the CRD's new status as kube-apiserver's controllers
 // do, through the /status rules.
-func (c *crdController) writeStatus(ctx context.Context, res *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition) error {
+func (c *crdController) writeStatus(ctx context.Context, res *registry.Resource, crd *apiextensionsv1.CustomResourceDefinition) (written bool, err error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
 	if err != nil {
-		return err
+		return false, err
 	}
 	want := &unstructured.Unstructured{Object: u}
 	req := &resourceRequest{res: res, version: "v1", name: crd.Name, subresource: "status", user: apiserverUser}
@@ -363,9 +372,9 @@ func (c *crdController) writeStatus(ctx context.Context, res *registry.Resource,
 	})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		c.enqueue(crd.Name)
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // serves tells whether the CRD name serves a resource built from from.
@@ -394,6 +403,16 @@ func (c *crdController) setTerminating(name string, terminating bool) {
 	defer c.mu.Unlock()
 	if served, ok := c.served[name]; ok {
 		c.s.reg.SetTerminating(served.gr, terminating)
+	}
+}
+
+// setEstablished marks the resource the CRD name serves as listed by
+// discovery (the CRD is stored as Established) or not.
+func (c *crdController) setEstablished(name string, established bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if served, ok := c.served[name]; ok {
+		c.s.reg.SetEstablished(served.gr, established)
 	}
 }
 

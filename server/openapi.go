@@ -123,6 +123,11 @@ func serveDocumentAs(w http.ResponseWriter, r *http.Request, contentType string,
 func (s *Server) buildGVDocuments(previous map[string]gvDocument) (map[string]gvDocument, error) {
 	sources := map[string]gvSources{}
 	for _, res := range s.reg.All() {
+		if res.Unestablished {
+			// Not published until its CRD is Established, as by
+			// kube-apiserver's OpenAPI controllers.
+			continue
+		}
 		for _, v := range res.Versions {
 			p := openapi.GroupVersionPath(res.Group, v)
 			src := sources[p]
@@ -329,7 +334,7 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 func (s *Server) buildV2Document() (document, error) {
 	var custom []*spec.Swagger
 	for _, res := range s.reg.All() {
-		if res.OpenAPIV2 == nil {
+		if res.OpenAPIV2 == nil || res.Unestablished {
 			continue
 		}
 		for _, v := range res.Versions {

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"github.com/kapi-dev/kapi/openapi"
 	builtinopenapi "github.com/kapi-dev/kapi/openapi/builtin"
 	"github.com/kapi-dev/kapi/server/builtin"
@@ -26,7 +29,8 @@ func gvCRD(group, field string) string {
 }
 
 // serveThings creates gvCRD("a.example.com", "first") and waits until its
-// things are served.
+// things are served and the CRD is Established (from when discovery and
+// the OpenAPI documents list them).
 func serveThings(t *testing.T, ts *httptest.Server) {
 	t.Helper()
 	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gvCRD("a.example.com", "first")); code != http.StatusCreated {
@@ -34,7 +38,10 @@ func serveThings(t *testing.T, ts *httptest.Server) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if code, _ := call(t, ts, http.MethodGet, "/apis/a.example.com/v1/things", "", ""); code == http.StatusOK {
+		code, _ := call(t, ts, http.MethodGet, "/apis/a.example.com/v1/things", "", "")
+		_, body := call(t, ts, http.MethodGet, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.a.example.com", "", "")
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if code == http.StatusOK && json.Unmarshal([]byte(body), crd) == nil && apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -198,6 +198,12 @@ type Resource struct {
 	// Terminating is set while the resource's CRD is being deleted:
 	// creates are refused.
 	Terminating bool
+	// Unestablished is set while the resource's CRD is served (its names
+	// are accepted) but not yet stored as Established: its requests are
+	// served, as by kube-apiserver's CRD handler, but discovery and the
+	// OpenAPI documents leave it out, as kube-apiserver's discovery and
+	// OpenAPI controllers list only Established CRDs.
+	Unestablished bool
 	// copyOf is the resource SetTerminating copied this one from.
 	copyOf *Resource
 	// DeprecationWarnings holds, per deprecated version, the Warning sent
@@ -375,14 +381,35 @@ func (g *Registry) Remove(gr schema.GroupResource) {
 // reading the old one are not raced, and watches waiting for its
 // retirement wait for the copy's.
 func (g *Registry) SetTerminating(gr schema.GroupResource, terminating bool) {
+	g.mark(gr, func(r *Resource) bool {
+		changed := r.Terminating != terminating
+		r.Terminating = terminating
+		return changed
+	})
+}
+
+// SetEstablished marks the resource gr as listed by discovery (its CRD is
+// stored as Established) or not, as SetTerminating marks it.
+func (g *Registry) SetEstablished(gr schema.GroupResource, established bool) {
+	g.mark(gr, func(r *Resource) bool {
+		changed := r.Unestablished == established
+		r.Unestablished = !established
+		return changed
+	})
+}
+
+// mark serves, in place of the resource gr, a copy that set changed.
+func (g *Registry) mark(gr schema.GroupResource, set func(*Resource) bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old, ok := g.resources[gr]
-	if !ok || old.Terminating == terminating {
+	if !ok {
 		return
 	}
 	marked := *old
-	marked.Terminating = terminating
+	if !set(&marked) {
+		return
+	}
 	marked.copyOf = old.original()
 	g.resources[gr] = &marked
 	if ch, ok := g.retired[old]; ok {
@@ -392,7 +419,8 @@ func (g *Registry) SetTerminating(gr schema.GroupResource, terminating bool) {
 	g.generation++
 }
 
-// original is the resource r is a SetTerminating copy of, or r.
+// original is the resource r is a copy of (SetTerminating's,
+// SetEstablished's), or r.
 func (r *Resource) original() *Resource {
 	if r.copyOf != nil {
 		return r.copyOf
@@ -446,7 +474,8 @@ func (g *Registry) Get(group, version, plural string) (*Resource, bool) {
 	return r, true
 }
 
-// GroupVersions returns every served group with its served versions, in
+// GroupVersions returns every group discovery lists with its served versions (an
+// Unestablished resource counts for none), in
 // kube-apiserver's discovery order: groups by priority (groupPriority),
 // then by name; in a group, the versions a CRD serves first, then
 // kube-aware version order (preferred first). A group none of whose
@@ -458,6 +487,9 @@ func (g *Registry) GroupVersions() []GroupVersions {
 	priority := map[string]int{}
 	custom := map[schema.GroupVersion]bool{}
 	for _, r := range g.resources {
+		if r.Unestablished {
+			continue
+		}
 		gv := byName[r.Group]
 		if gv == nil {
 			gv = &GroupVersions{Group: r.Group}
@@ -516,13 +548,14 @@ type GroupVersions struct {
 	Versions []string
 }
 
-// Resources returns the resources served in group/version, sorted by plural.
+// Resources returns the resources discovery lists in group/version (an
+// Unestablished one is left out), sorted by plural.
 func (g *Registry) Resources(group, version string) []*Resource {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	var out []*Resource
 	for _, r := range g.sortedLocked() {
-		if r.Group == group && r.Serves(version) {
+		if r.Group == group && r.Serves(version) && !r.Unestablished {
 			out = append(out, r)
 		}
 	}

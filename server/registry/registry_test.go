@@ -57,3 +57,37 @@ func TestRetiredAcrossTerminatingMark(t *testing.T) {
 		t.Fatal("a removed resource is not retired")
 	}
 }
+
+// An Unestablished resource is served (Get finds it) but discovery's views
+// leave it out until SetEstablished; the mark keeps its watches.
+func TestUnestablishedNotListed(t *testing.T) {
+	g := New()
+	res := &Resource{Group: "example.com", Plural: "things", Versions: []string{"v1"}, Custom: true, Unestablished: true}
+	g.Add(res)
+	if _, ok := g.Get("example.com", "v1", "things"); !ok {
+		t.Fatal("an Unestablished resource is not served")
+	}
+	if got := g.Resources("example.com", "v1"); len(got) != 0 {
+		t.Errorf("Resources lists the Unestablished resource: %v", got)
+	}
+	if got := g.GroupVersions(); len(got) != 0 {
+		t.Errorf("GroupVersions lists the Unestablished resource's group: %v", got)
+	}
+	ch := g.Retired(res)
+	gen := g.Generation()
+	g.SetEstablished(res.GroupResource(), true)
+	if g.Generation() == gen {
+		t.Error("SetEstablished did not move the generation (discovery documents are cached by it)")
+	}
+	if got := g.Resources("example.com", "v1"); len(got) != 1 {
+		t.Errorf("Resources after SetEstablished: %v, want the resource", got)
+	}
+	if got := g.GroupVersions(); len(got) != 1 || got[0].Group != "example.com" {
+		t.Errorf("GroupVersions after SetEstablished: %v, want example.com", got)
+	}
+	select {
+	case <-ch:
+		t.Error("marking the resource Established retired it")
+	default:
+	}
+}
