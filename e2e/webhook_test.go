@@ -1628,6 +1628,66 @@ spec:
 	}
 }
 
+// A mutating webhook's patch that changes a custom resource's kind or
+// apiVersion goes through the CRD's converter, as kube-apiserver's request
+// scope converts it (apiextensions' crConverter): another kind is left for
+// validation to refuse (422, as a body of that kind is), another served
+// version is converted, and a group or version the CRD does not serve is
+// the converter's own error (a 500 that is no Status of kube's). The kind
+// was a 500 "no served kind" before.
+func TestWebhookPatchedTypeMeta(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	// A label value holds no "/": the webhook reads "_" as one.
+	hs.handle("/typemeta", func(c *hookCall) *admissionv1.AdmissionResponse {
+		to := strings.ReplaceAll(c.obj().GetLabels()["to"], "_", "/")
+		op := map[string]interface{}{"op": "replace", "path": "/apiVersion", "value": to}
+		switch c.obj().GetLabels()["case"] {
+		case "":
+			return nil
+		case "kind":
+			op = map[string]interface{}{"op": "replace", "path": "/kind", "value": "Other"}
+		case "no-apiversion":
+			op = map[string]interface{}{"op": "remove", "path": "/apiVersion"}
+		}
+		return patchResponse([]map[string]interface{}{op})
+	})
+	k := startMemKapi(t)
+	createGearCRD(t, k, true)
+	createMWC(t, k, hs, "typemeta", mhook("typemeta.example.com", hs.clientConfig("/typemeta"), gearRule(opCreate, opUpdate)))
+	gears := gearsPath("", "default")
+	gear := func(name, kase, to string) []byte {
+		return gearJSON("", name, map[string]string{"case": kase, "to": strings.ReplaceAll(to, "/", "_")}, map[string]interface{}{"size": 1})
+	}
+
+	r := k.do(t, "POST", gears, gear("g-kind", "kind", ""))
+	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Other.hooks.example.com "g-kind" is invalid: kind: Invalid value: "Other": must be Gear`)
+	if st.Details == nil || st.Details.Kind != "Other" || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "kind" {
+		t.Errorf("details %+v, want kind Other and one cause on kind", st.Details)
+	}
+	mustCode(t, "create g-plain", k.do(t, "POST", gears, gearJSON("", "g-plain", nil, map[string]interface{}{"size": 1})), http.StatusCreated)
+	r = k.do(t, "PATCH", gears+"/g-plain", []byte(`{"metadata":{"labels":{"case":"kind"}}}`), "Content-Type: application/merge-patch+json")
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Other.hooks.example.com "g-plain" is invalid: kind: Invalid value: "Other": must be Gear`)
+
+	r = k.do(t, "POST", gears, gear("g-beta", "version", "hooks.example.com/v1beta1"))
+	mustCode(t, "create g-beta", r, http.StatusCreated)
+	if got := decodeObj(t, r); got.GetAPIVersion() != "hooks.example.com/v1" || got.GetKind() != "Gear" {
+		t.Errorf("g-beta answered as %s %s, want hooks.example.com/v1 Gear", got.GetAPIVersion(), got.GetKind())
+	}
+
+	for _, tc := range []struct{ name, kase, to, message string }{
+		{"g-v9", "version", "hooks.example.com/v9", "request to convert CR from an invalid group/version: hooks.example.com/v9"},
+		{"g-group", "version", "other.example.com/v1", `other.example.com/v1, Kind=Gear is unstructured and is not suitable for converting to "hooks.example.com/v1"`},
+		{"g-none", "no-apiversion", "", `/, Kind=Gear is unstructured and is not suitable for converting to "hooks.example.com/v1"`},
+	} {
+		r := k.do(t, "POST", gears, gear(tc.name, tc.kase, tc.to))
+		if st := expectStatus(t, r, http.StatusInternalServerError, ""); st.Message != tc.message {
+			t.Errorf("%s: message %q, want %q", tc.name, st.Message, tc.message)
+		}
+		mustCode(t, "GET "+tc.name, k.do(t, "GET", gears+"/"+tc.name, nil), http.StatusNotFound)
+	}
+}
+
 // Admission sees kapi's controllers as kube's: the garbage collector's
 // deletes come from its service account, the namespace controller's from
 // its own.

@@ -243,7 +243,20 @@ func (r *warningRecorder) write(agent, text string) {
 
 // objectInterfaces lets the admission plugins convert, type and create the
 // unstructured objects kapi hands them, through the registry.
-type objectInterfaces struct{ s *Server }
+type objectInterfaces struct {
+	s *Server
+	// res is the resource of the request under admission (nil if it is
+	// not served). Its converter converts the request's objects, as the
+	// converter of kube-apiserver's request scope does.
+	res *registry.Resource
+}
+
+// objectInterfaces are those of the request attr is about.
+func (s *Server) objectInterfaces(attr admission.Attributes) objectInterfaces {
+	gvr := attr.GetResource()
+	res, _ := s.reg.Get(gvr.Group, gvr.Version, gvr.Resource)
+	return objectInterfaces{s: s, res: res}
+}
 
 func (o objectInterfaces) GetObjectCreater() runtime.ObjectCreater     { return o }
 func (o objectInterfaces) GetObjectTyper() runtime.ObjectTyper         { return o }
@@ -295,6 +308,19 @@ func (o objectInterfaces) Convert(in, out, context interface{}) error {
 		return fmt.Errorf("cannot convert %T into %T", in, out)
 	}
 	target := dst.GroupVersionKind()
+	if res := o.res; res != nil && res.Custom && target.GroupKind() == (schema.GroupKind{Group: res.Group, Kind: res.Kind}) {
+		// An object of a custom resource's request goes through the CRD's
+		// converter whatever kind and version a mutating webhook gave it,
+		// as kube-apiserver's request scope converts it: the converter
+		// refuses a group or version the CRD does not serve in its own
+		// words, and leaves another kind for validation to refuse (422).
+		out := src.DeepCopy()
+		if err := registry.ConvertInMemory(res.Strategy, out, target.Version); err != nil {
+			return err
+		}
+		dst.Object = out.Object
+		return nil
+	}
 	converted, err := o.ConvertToVersion(src, target.GroupVersion())
 	if err != nil {
 		return err
@@ -372,7 +398,7 @@ func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
 func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
 	// Wrapped as kube-apiserver wraps its mutating admission: managedFields
 	// a webhook leaves invalid are put back as they were, with a warning.
-	return s.mutating.Admit(ctx, attr, objectInterfaces{s})
+	return s.mutating.Admit(ctx, attr, s.objectInterfaces(attr))
 }
 
 // storedNamespace reads a namespace from the store, for admission's
@@ -411,10 +437,11 @@ func (s *Server) validateAdmission(ctx context.Context, attr admission.Attribute
 	case <-ctx.Done():
 		return apierrors.NewServiceUnavailable("admission is not started yet")
 	}
-	if err := s.policies.Validate(ctx, attr, objectInterfaces{s}); err != nil {
+	o := s.objectInterfaces(attr)
+	if err := s.policies.Validate(ctx, attr, o); err != nil {
 		return err
 	}
-	return s.webhooks.Validate(ctx, attr, objectInterfaces{s})
+	return s.webhooks.Validate(ctx, attr, o)
 }
 
 // mutateAndNormalize runs the mutating webhooks on obj (the object of
