@@ -1688,6 +1688,112 @@ func TestWebhookPatchedTypeMeta(t *testing.T) {
 	}
 }
 
+// kube-apiserver converts a custom resource for admission with the CRD's
+// converter alone, and prunes it (and drops the nulls its schema allows
+// none of) only as its storage encodes it: a webhook of another version
+// sees, and hands back, the fields its version's schema does not know (kapi
+// pruned them by that version, and stored the object without them), the
+// validating webhooks see what a mutating one added, and a null a mutating
+// webhook sets reaches validation (422; kapi dropped it).
+func TestWebhookCustomResourcePrunedAtStorage(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	hs.handle("/mutate", func(c *hookCall) *admissionv1.AdmissionResponse {
+		switch c.obj().GetLabels()["case"] {
+		case "unknown":
+			return patchResponse([]map[string]interface{}{
+				{"op": "add", "path": "/spec/bogus", "value": "x"},
+				{"op": "add", "path": "/metadata/bogus", "value": "x"},
+			})
+		case "null":
+			return patchResponse([]map[string]interface{}{{"op": "add", "path": "/spec/b", "value": nil}})
+		case "annotation":
+			return patchResponse([]map[string]interface{}{{"op": "add", "path": "/metadata/annotations", "value": map[string]interface{}{"n": 1}}})
+		}
+		return patchResponse(addLabelOps(c.Object, "seen", "yes"))
+	})
+	hs.handle("/see", func(c *hookCall) *admissionv1.AdmissionResponse { return nil })
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: knobs.prune.example.com
+spec:
+  group: prune.example.com
+  scope: Namespaced
+  names: {plural: knobs, kind: Knob}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              a: {type: string}
+              b: {type: string}
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              b: {type: string}
+`))
+	// Both webhooks match v1beta1 only: a v1 request is converted for them.
+	knobRule := rule("prune.example.com", "v1beta1", "knobs", opCreate)
+	createMWC(t, k, hs, "prune-m", mhook("mutate.prune.example.com", hs.clientConfig("/mutate"), knobRule))
+	createVWC(t, k, hs, "prune-v", vhook("see.prune.example.com", hs.clientConfig("/see"), knobRule))
+	knobs := "/apis/prune.example.com/v1/namespaces/default/knobs"
+
+	r := k.do(t, "POST", knobs, []byte(`{"apiVersion":"prune.example.com/v1","kind":"Knob","metadata":{"name":"k1"},"spec":{"a":"A","b":"B"}}`))
+	mustCode(t, "create k1", r, http.StatusCreated)
+	want := map[string]interface{}{"a": "A", "b": "B"}
+	if got := decodeObj(t, r); !reflect.DeepEqual(got.Object["spec"], want) || got.GetLabels()["seen"] != "yes" {
+		t.Errorf("k1 created with spec %v labels %v, want spec %v and the webhook's label", got.Object["spec"], got.GetLabels(), want)
+	}
+	for _, path := range []string{"/mutate", "/see"} {
+		for _, c := range hs.callsTo(path, "k1") {
+			if c.obj().GetAPIVersion() != "prune.example.com/v1beta1" || !reflect.DeepEqual(c.obj().Object["spec"], want) {
+				t.Errorf("%s saw %s spec %v, want v1beta1 spec %v", path, c.obj().GetAPIVersion(), c.obj().Object["spec"], want)
+			}
+		}
+	}
+
+	r = k.do(t, "POST", knobs, []byte(`{"apiVersion":"prune.example.com/v1","kind":"Knob","metadata":{"name":"k2","labels":{"case":"unknown"}},"spec":{"a":"A"}}`))
+	mustCode(t, "create k2", r, http.StatusCreated)
+	calls := hs.callsTo("/see", "k2")
+	if len(calls) != 1 || nested(calls[0].obj(), "spec", "bogus") != "x" || nested(calls[0].obj(), "metadata", "bogus") != "x" {
+		t.Errorf("the validating webhook saw %v, want what the mutating one added", callNames(calls))
+		if len(calls) == 1 {
+			t.Logf("it saw %v", calls[0].obj().Object)
+		}
+	}
+	got := decodeObj(t, k.do(t, "GET", knobs+"/k2", nil))
+	if nested(got, "spec", "bogus") != nil || nested(got, "metadata", "bogus") != nil {
+		t.Errorf("k2 stored with spec %v metadata %v: the unknown fields are not pruned", got.Object["spec"], got.Object["metadata"])
+	}
+
+	r = k.do(t, "POST", knobs, []byte(`{"apiVersion":"prune.example.com/v1","kind":"Knob","metadata":{"name":"k3","labels":{"case":"null"}},"spec":{"a":"A"}}`))
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Knob.prune.example.com "k3" is invalid: spec.b: Invalid value: "null": spec.b in body must be of type string: "null"`)
+
+	// Metadata ObjectMeta cannot hold passes validation (its accessors
+	// read nothing) and fails as the storage encodes it: kube's 500 with
+	// the JSON decoder's error, no reason.
+	r = k.do(t, "POST", knobs, []byte(`{"apiVersion":"prune.example.com/v1","kind":"Knob","metadata":{"name":"k4","labels":{"case":"annotation"}},"spec":{"a":"A"}}`))
+	if st := expectStatus(t, r, http.StatusInternalServerError, ""); st.Message != "json: cannot unmarshal number into Go struct field ObjectMeta.annotations of type string" {
+		t.Errorf("k4: message %q", st.Message)
+	}
+	mustCode(t, "GET k4", k.do(t, "GET", knobs+"/k4", nil), http.StatusNotFound)
+}
+
 // Admission sees kapi's controllers as kube's: the garbage collector's
 // deletes come from its service account, the namespace controller's from
 // its own.

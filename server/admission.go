@@ -308,14 +308,14 @@ func (o objectInterfaces) Convert(in, out, context interface{}) error {
 		return fmt.Errorf("cannot convert %T into %T", in, out)
 	}
 	target := dst.GroupVersionKind()
-	if res := o.res; res != nil && res.Custom && target.GroupKind() == (schema.GroupKind{Group: res.Group, Kind: res.Kind}) {
+	if ac, ok := o.requestConverter(target); ok {
 		// An object of a custom resource's request goes through the CRD's
 		// converter whatever kind and version a mutating webhook gave it,
 		// as kube-apiserver's request scope converts it: the converter
 		// refuses a group or version the CRD does not serve in its own
 		// words, and leaves another kind for validation to refuse (422).
 		out := src.DeepCopy()
-		if err := registry.ConvertInMemory(res.Strategy, out, target.Version); err != nil {
+		if err := ac.ConvertForAdmission(out, target.Version); err != nil {
 			return err
 		}
 		dst.Object = out.Object
@@ -327,6 +327,17 @@ func (o objectInterfaces) Convert(in, out, context interface{}) error {
 	}
 	dst.Object = converted.(*unstructured.Unstructured).Object
 	return nil
+}
+
+// requestConverter is the admission converter of the request's resource
+// when it converts objects of kind target.
+func (o objectInterfaces) requestConverter(target schema.GroupVersionKind) (registry.AdmissionConverter, bool) {
+	res := o.res
+	if res == nil || target.GroupKind() != (schema.GroupKind{Group: res.Group, Kind: res.Kind}) {
+		return nil, false
+	}
+	ac, ok := res.Strategy.(registry.AdmissionConverter)
+	return ac, ok
 }
 
 func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
@@ -445,10 +456,14 @@ func (s *Server) validateAdmission(ctx context.Context, attr admission.Attribute
 }
 
 // mutateAndNormalize runs the mutating webhooks on obj (the object of
-// attr) and, when they changed it, decodes it again as the kind decodes a
-// body: what a webhook added that the kind does not know is dropped
-// (custom resources: pruned) and defaults apply, before the kind's own
-// validation runs, as in kube-apiserver.
+// attr) and, when they changed a built-in kind's object, decodes it again
+// as the kind decodes a body: what a webhook added that the kind does not
+// know is dropped and defaults apply, before the kind's own validation
+// runs, as kube-apiserver decodes each webhook's patch into the kind's Go
+// type. A custom resource is left as the webhooks left it (kube's
+// dispatcher only defaults it, by its schema, after each patch): its
+// validation and the validating admission see what a webhook added, and
+// only its storage encoding prunes and coerces it (req.mutated).
 func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, attr admission.Attributes, obj *unstructured.Unstructured) error {
 	if !s.webhooks.HasMutating() {
 		return nil // nothing can change obj: spare the comparison
@@ -463,6 +478,10 @@ func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, a
 	after, err := unstructuredjson.Marshal(obj.Object)
 	if err != nil || string(after) == string(before) {
 		return err
+	}
+	if req.res.Custom {
+		req.mutated = true
+		return checkNamespace(req, obj)
 	}
 	normalized, _, err := req.res.Strategy.Decode(req.version, after)
 	if err != nil {

@@ -684,7 +684,7 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	if err := s.validateAdmission(ctx, s.admissionAttributes(&named, obj, nil, admission.Create, options, dryRun)); err != nil {
 		return nil, err
 	}
-	stored, err := inStorageVersion(res, obj)
+	stored, err := inStorageVersion(req, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -709,19 +709,28 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	return stored, nil
 }
 
-// inStorageVersion returns obj converted to the storage version (obj
-// itself when it is in it), as kube-apiserver's storage encodes a write: a
-// custom resource through its CRD's conversion, then pruned by the storage
-// version's schema.
-func inStorageVersion(res *registry.Resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if obj.GetAPIVersion() == (schema.GroupVersion{Group: res.Group, Version: res.StorageVersion}).String() {
-		return obj, nil
+// inStorageVersion returns the object req writes, obj, converted to the
+// storage version (obj itself, coerced in place, when it is in it), as
+// kube-apiserver's storage encodes a write: a custom resource through its
+// CRD's conversion, then pruned by the storage version's schema, and
+// coerced for storage when the mutating webhooks changed it.
+func inStorageVersion(req *resourceRequest, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	res := req.res
+	stored := obj
+	if obj.GetAPIVersion() != (schema.GroupVersion{Group: res.Group, Version: res.StorageVersion}).String() {
+		stored = obj.DeepCopy()
+		// A failed conversion (webhook) is answered as it is: a 500 with
+		// the converter's message, as kube-apiserver's storage encoder
+		// fails.
+		if err := res.Strategy.Convert(stored, res.StorageVersion); err != nil {
+			return nil, err
+		}
 	}
-	stored := obj.DeepCopy()
-	// A failed conversion (webhook) is answered as it is: a 500 with the
-	// converter's message, as kube-apiserver's storage encoder fails.
-	if err := res.Strategy.Convert(stored, res.StorageVersion); err != nil {
-		return nil, err
+	if c, ok := res.Strategy.(registry.StorageCoercer); ok && req.mutated {
+		// A failure is the storage encoder's, answered as it is (500).
+		if err := c.CoerceForStorage(stored); err != nil {
+			return nil, err
+		}
 	}
 	return stored, nil
 }
@@ -967,7 +976,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 		if err := s.validateAdmission(ctx, attr); err != nil {
 			return nil, err
 		}
-		out, err := inStorageVersion(res, obj)
+		out, err := inStorageVersion(req, obj)
 		if err != nil {
 			return nil, err
 		}

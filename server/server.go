@@ -329,6 +329,10 @@ type resourceRequest struct {
 	// options are the write's options as the client sent them, for the
 	// AdmissionReview (nil: the handler's own).
 	options runtime.Object
+	// mutated is set when the mutating webhooks changed a custom
+	// resource: it is coerced for storage as it is written
+	// (registry.StorageCoercer).
+	mutated bool
 	// scales are the Scales a /scale write's mutating webhooks see: the
 	// client's (after its field manager) and the current one.
 	scales *scaleWrite

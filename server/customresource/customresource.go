@@ -506,6 +506,53 @@ func (s *strategy) ConvertInMemory(obj *unstructured.Unstructured, v string) err
 	return nil
 }
 
+// ConvertForAdmission converts obj to v with the CRD's converter alone,
+// as kube-apiserver's request scope converts a custom resource for
+// admission (its safe converter): whatever kind obj has, neither defaulted
+// nor pruned. A group or version the CRD does not serve is the converter's
+// error.
+func (s *strategy) ConvertForAdmission(obj *unstructured.Unstructured, v string) error {
+	out, err := s.converter.ConvertToVersion(obj, schema.GroupVersion{Group: s.gk.Group, Version: v})
+	if err != nil {
+		return err
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("conversion returned %T", out)
+	}
+	obj.Object = u.Object
+	return nil
+}
+
+// CoerceForStorage prunes obj by its version's schema, drops the nulls
+// the schema allows none of, and coerces its metadata and that of its
+// embedded objects, as kube-apiserver's storage codec coerces a custom
+// resource it writes (apiextensions' unstructuredSchemaCoercer, which does
+// not drop malformed metadata): the object's metadata goes through
+// ObjectMeta, so that a field it does not know is dropped and one it
+// cannot hold fails the write with the JSON decoder's error.
+func (s *strategy) CoerceForStorage(obj *unstructured.Unstructured) error {
+	meta, found, err := schemaobjectmeta.GetObjectMeta(obj.Object, false)
+	if err != nil {
+		return err
+	}
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		return err
+	}
+	if ver, ok := s.versions[gv.Version]; ok && gv.Group == s.gk.Group && obj.GetKind() == s.gk.Kind {
+		structuralpruning.Prune(obj.Object, ver.structural, true)
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj.Object, ver.structural)
+		if fieldErr, _ := schemaobjectmeta.CoerceWithOptions(nil, obj.Object, ver.structural, false, schemaobjectmeta.CoerceOptions{}); fieldErr != nil {
+			return fieldErr
+		}
+	}
+	if found {
+		return schemaobjectmeta.SetObjectMeta(obj.Object, meta)
+	}
+	return nil
+}
+
 // prune drops what v's schema does not know from obj, and its nulls where
 // the schema allows none.
 func (s *strategy) prune(obj *unstructured.Unstructured, v string) {

@@ -139,6 +139,29 @@ type Defaulter interface {
 	Default(obj *unstructured.Unstructured)
 }
 
+// AdmissionConverter is implemented by the strategies of kinds whose
+// objects admission converts otherwise than their codecs do (custom
+// resources: kube-apiserver's request scope converts them with the CRD's
+// converter alone, neither defaulted nor pruned by the version they are
+// converted to, so that a webhook of another version sees, and hands
+// back, what its version's schema does not know).
+type AdmissionConverter interface {
+	// ConvertForAdmission converts obj to version in place.
+	ConvertForAdmission(obj *unstructured.Unstructured, version string) error
+}
+
+// StorageCoercer is implemented by the strategies of kinds whose storage
+// encoding prunes and coerces what it writes (custom resources: kube's
+// storage codec prunes the fields the schema does not know, drops the nulls
+// it allows none of, and coerces metadata). A body is coerced as it is
+// decoded; what the mutating webhooks changed reaches validation and the
+// validating admission as they left it, and is coerced only as it is
+// written, as in kube-apiserver.
+type StorageCoercer interface {
+	// CoerceForStorage coerces obj, in the storage version, in place.
+	CoerceForStorage(obj *unstructured.Unstructured) error
+}
+
 // ResetFieldsStrategy is implemented by the strategies of kinds whose
 // fields a write puts back per version and subresource (kube-apiserver's
 // GetResetFields): the field managers let no manager own them by such a
