@@ -1309,6 +1309,65 @@ func TestCustomResourceDefaultOnRead(t *testing.T) {
 	}
 }
 
+// A default is applied pruned, as kube-apiserver serves a CRD's defaults:
+// the unknown fields of an embedded object's metadata (which the CRD's
+// validation lets a default hold) never reach an object, whether the
+// default is the embedded object's or its parent's.
+func TestCustomResourceDefaultsPruned(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: holders.dyn.example.com
+spec:
+  group: dyn.example.com
+  scope: Cluster
+  names: {plural: holders, singular: holder, kind: Holder}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          whole:
+            type: object
+            x-kubernetes-embedded-resource: true
+            x-kubernetes-preserve-unknown-fields: true
+            default: {apiVersion: foos/v1, kind: Foo, metadata: {name: bar, unknown: x}}
+          spanning:
+            type: object
+            properties:
+              embedded:
+                type: object
+                x-kubernetes-embedded-resource: true
+                x-kubernetes-preserve-unknown-fields: true
+            default: {embedded: {apiVersion: foos/v1, kind: Foo, metadata: {name: bar, unknown: x}}}
+`))
+	holders := k.Dyn.Resource(schema.GroupVersionResource{Group: "dyn.example.com", Version: "v1", Resource: "holders"})
+	created, err := holders.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "dyn.example.com/v1", "kind": "Holder", "metadata": map[string]interface{}{"name": "h"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := holders.Get(ctx, "h", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []*unstructured.Unstructured{created, got} {
+		if want := map[string]interface{}{"name": "bar"}; !reflect.DeepEqual(nested(u, "whole", "metadata"), want) {
+			t.Errorf("whole.metadata = %v, want %v", nested(u, "whole", "metadata"), want)
+		}
+		if want := map[string]interface{}{"name": "bar"}; !reflect.DeepEqual(nested(u, "spanning", "embedded", "metadata"), want) {
+			t.Errorf("spanning.embedded.metadata = %v, want %v", nested(u, "spanning", "embedded", "metadata"), want)
+		}
+	}
+}
+
 // Server-side apply follows a CRD's schema change: a field added to the
 // schema may be applied, and is owned, once the CRD is updated (the field
 // managers of the resource were kept from before the change, so the new

@@ -151,6 +151,14 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		if err != nil {
 			return nil, fmt.Errorf("version %s of %s: %v", v.Name, crd.Name, err)
 		}
+		// The defaults are served pruned, as kube-apiserver serves them:
+		// what the schema does not know, and the unknown fields of an
+		// embedded object's metadata, never reach an object. (The schema
+		// is a copy: the defaults are shared with the CRD.)
+		structural = structural.DeepCopy()
+		if err := structuraldefaulting.PruneDefaults(structural); err != nil {
+			return nil, fmt.Errorf("version %s of %s: %v", v.Name, crd.Name, err)
+		}
 		ver := &version{structural: structural, hasDefaults: hasDefaults(structural)}
 		columns := v.AdditionalPrinterColumns
 		if len(columns) == 0 {
