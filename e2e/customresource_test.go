@@ -1368,6 +1368,81 @@ spec:
 	}
 }
 
+// A write is stored as it was decoded and prepared, not defaulted again
+// as it is converted to the storage version: a /status update through a
+// version whose schema has a default the storage version's lacks sets it
+// in status (the body was decoded through that version) but not in spec,
+// which the status strategy takes from the stored object, as
+// kube-apiserver's storage encodes a write without defaulting it.
+func TestCustomResourceWriteNotDefaultedForStorage(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: dials.dyn.example.com
+spec:
+  group: dyn.example.com
+  scope: Cluster
+  names: {plural: dials, singular: dial, kind: Dial}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {a: {type: string}, c: {type: string, default: C}}}
+          status: {type: object, properties: {a: {type: string}, c: {type: string, default: C}}}
+  - name: v1beta2
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {a: {type: string}, c: {type: string}}}
+          status: {type: object, properties: {a: {type: string}, c: {type: string}}}
+`))
+	gvr := schema.GroupVersionResource{Group: "dyn.example.com", Version: "v1beta2", Resource: "dials"}
+	if _, err := k.Dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "dyn.example.com/v1beta2", "kind": "Dial", "metadata": map[string]interface{}{"name": "d"},
+		"spec": map[string]interface{}{"a": "x"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gvr.Version = "v1beta1"
+	dials := k.Dyn.Resource(gvr)
+	obj, err := dials.Get(ctx, "d", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := nested(obj, "spec", "c"); c != nil {
+		t.Fatalf("read through v1beta1: spec.c = %v, want none (the stored object is defaulted by v1beta2's schema)", c)
+	}
+	obj.Object["status"] = map[string]interface{}{"a": "y"}
+	updated, err := dials.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dials.Get(ctx, "d", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, u := range map[string]*unstructured.Unstructured{"the status update's answer": updated, "a read after it": got} {
+		if c := nested(u, "spec", "c"); c != nil {
+			t.Errorf("%s: spec.c = %v, want none", what, c)
+		}
+		if c := nested(u, "status", "c"); c != "C" {
+			t.Errorf("%s: status.c = %v, want C", what, c)
+		}
+	}
+}
+
 // Server-side apply follows a CRD's schema change: a field added to the
 // schema may be applied, and is owned, once the CRD is updated (the field
 // managers of the resource were kept from before the change, so the new

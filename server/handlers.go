@@ -722,7 +722,7 @@ func inStorageVersion(req *resourceRequest, obj *unstructured.Unstructured) (*un
 		// A failed conversion (webhook) is answered as it is: a 500 with
 		// the converter's message, as kube-apiserver's storage encoder
 		// fails.
-		if err := res.Strategy.Convert(stored, res.StorageVersion); err != nil {
+		if err := registry.ConvertForWrite(res.Strategy, stored, res.StorageVersion); err != nil {
 			return nil, err
 		}
 	}

@@ -478,11 +478,24 @@ func hasDefaults(s *structuralschema.Structural) bool {
 	return hasDefaults(s.Items)
 }
 
-// Convert converts obj to v as kube-apiserver's storage codec converts a
-// custom resource: as ConvertInMemory, with no resourceVersion for the
-// conversion webhook to see (kube's store sets it after the conversion of
-// what it reads, and clears it before that of what it writes).
+// Convert converts obj, read from storage, to v as kube-apiserver's
+// storage codec decodes a custom resource: defaulted by the schema of the
+// version it was stored in first (a default added since it was written
+// holds), then converted as ConvertForWrite converts it. v's defaults are
+// not applied to what another version held.
 func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
+	s.Default(obj)
+	return s.ConvertForWrite(obj, v)
+}
+
+// ConvertForWrite converts obj, being written, to v as kube-apiserver's
+// storage codec encodes a custom resource: as ConvertInMemory, with no
+// resourceVersion for the conversion webhook to see (kube's store sets it
+// after the conversion of what it reads, and clears it before that of
+// what it writes). It defaults nothing: what a strategy took from the
+// stored object (a /status write's spec) keeps the defaults it was read
+// with, not those of the version the write came through.
+func (s *strategy) ConvertForWrite(obj *unstructured.Unstructured, v string) error {
 	if rv := obj.GetResourceVersion(); rv != "" && s.webhookConversion {
 		obj.SetResourceVersion("")
 		defer func() { obj.SetResourceVersion(rv) }()
@@ -491,13 +504,10 @@ func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
 }
 
 // ConvertInMemory converts obj to v as kube-apiserver's codecs convert a
-// custom resource: obj is defaulted by its own version's schema first (kube
-// defaults a stored object by the version it was stored in as it reads it,
-// and a body by the version it was sent in), then converted with the CRD's
-// converter and pruned by v's schema. v's defaults are not applied to what
-// another version held.
+// custom resource in memory (admission, the field manager): with the CRD's
+// converter, then pruned by v's schema. It defaults nothing, as kube's
+// converters do not: an object was defaulted as it was decoded.
 func (s *strategy) ConvertInMemory(obj *unstructured.Unstructured, v string) error {
-	s.Default(obj)
 	gv := schema.GroupVersion{Group: s.gk.Group, Version: v}
 	if obj.GetAPIVersion() != gv.String() {
 		out, err := s.converter.ConvertToVersion(obj, gv)

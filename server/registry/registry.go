@@ -31,7 +31,8 @@ type Strategy interface {
 	// fieldValidation), or an error for a body that cannot be decoded.
 	Decode(version string, body []byte) (*unstructured.Unstructured, []error, error)
 	// Convert converts obj to version in place, as kube-apiserver's
-	// storage codec converts what it stores and what it reads.
+	// storage codec converts what it reads (and what it stores, unless
+	// the strategy is a WriteConverter).
 	Convert(obj *unstructured.Unstructured, version string) error
 
 	// PrepareForCreate sets defaults and clears what a client may not set
@@ -126,6 +127,24 @@ type InMemoryConverter interface {
 func ConvertInMemory(strategy Strategy, obj *unstructured.Unstructured, version string) error {
 	if c, ok := strategy.(InMemoryConverter); ok {
 		return c.ConvertInMemory(obj, version)
+	}
+	return strategy.Convert(obj, version)
+}
+
+// WriteConverter is implemented by the strategies whose conversion of an
+// object being written differs from that of one read: kube-apiserver's
+// storage defaults a custom resource it decodes by the version it was
+// stored in, but encodes one it writes as it is.
+type WriteConverter interface {
+	// ConvertForWrite converts obj to version in place, for storage.
+	ConvertForWrite(obj *unstructured.Unstructured, version string) error
+}
+
+// ConvertForWrite converts obj to version in place, as kube-apiserver's
+// storage encodes an object it writes.
+func ConvertForWrite(strategy Strategy, obj *unstructured.Unstructured, version string) error {
+	if c, ok := strategy.(WriteConverter); ok {
+		return c.ConvertForWrite(obj, version)
 	}
 	return strategy.Convert(obj, version)
 }
