@@ -1443,6 +1443,63 @@ spec:
 	}
 }
 
+// A stored object is read as kube-apiserver's storage decodes it: the
+// metadata of an embedded object is coerced, its unknown and malformed
+// fields dropped. A field that becomes an embedded resource in a schema
+// change may hold such metadata from before; the object reads without it,
+// and can then be updated.
+func TestCustomResourceStoredEmbeddedMetadataCoerced(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	crd := createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: wrappers.dyn.example.com
+spec:
+  group: dyn.example.com
+  scope: Cluster
+  names: {plural: wrappers, singular: wrapper, kind: Wrapper}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          inner:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+`))
+	wrappers := k.Dyn.Resource(schema.GroupVersionResource{Group: "dyn.example.com", Version: "v1", Resource: "wrappers"})
+	if _, err := wrappers.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "dyn.example.com/v1", "kind": "Wrapper", "metadata": map[string]interface{}{"name": "w"},
+		"inner": map[string]interface{}{"apiVersion": "foo/v1", "kind": "Foo", "metadata": map[string]interface{}{
+			"name": "x", "unknown": int64(42), "annotations": map[string]interface{}{"a": int64(42)}, "labels": map[string]interface{}{"l": "v"},
+		}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inner := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["inner"]
+	inner.XEmbeddedResource = true
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["inner"] = inner
+	if _, err := k.Ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]interface{}{"name": "x", "labels": map[string]interface{}{"l": "v"}}
+	var got *unstructured.Unstructured
+	eventually(t, 10*time.Second, "the stored wrapper to read with inner's metadata coerced", func() (bool, error) {
+		var err error
+		got, err = wrappers.Get(ctx, "w", metav1.GetOptions{})
+		return err == nil && reflect.DeepEqual(nested(got, "inner", "metadata"), want), fmt.Errorf("%v: inner.metadata %v", err, nested(got, "inner", "metadata"))
+	})
+	got.SetLabels(map[string]string{"touched": "yes"})
+	if _, err := wrappers.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("updating the wrapper as read: %v", err)
+	}
+}
+
 // Server-side apply follows a CRD's schema change: a field added to the
 // schema may be applied, and is owned, once the CRD is updated (the field
 // managers of the resource were kept from before the change, so the new

@@ -53,6 +53,10 @@ type version struct {
 	// hasDefaults tells whether the schema sets a default anywhere:
 	// without one, defaulting changes nothing and is skipped.
 	hasDefaults bool
+	// hasEmbedded tells whether the schema has an embedded resource
+	// (x-kubernetes-embedded-resource) anywhere: without one, there is no
+	// embedded metadata to coerce on a read.
+	hasEmbedded bool
 	table       registry.TableConvertor
 	// kube and kubeStatus are apiextensions-apiserver's rules of the
 	// version (its schema, CEL rules, subresources).
@@ -159,7 +163,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.C
 		if err := structuraldefaulting.PruneDefaults(structural); err != nil {
 			return nil, fmt.Errorf("version %s of %s: %v", v.Name, crd.Name, err)
 		}
-		ver := &version{structural: structural, hasDefaults: hasDefaults(structural)}
+		ver := &version{structural: structural, hasDefaults: hasDefaults(structural), hasEmbedded: hasEmbedded(structural)}
 		columns := v.AdditionalPrinterColumns
 		if len(columns) == 0 {
 			// kube's default column, described as the field it shows.
@@ -459,6 +463,26 @@ func hasNull(x interface{}) bool {
 	return false
 }
 
+// hasEmbedded tells whether s or a schema under it is an embedded
+// resource.
+func hasEmbedded(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.XEmbeddedResource {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasEmbedded(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasEmbedded(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasEmbedded(s.Items)
+}
+
 // hasDefaults tells whether s or a schema under it sets a default.
 func hasDefaults(s *structuralschema.Structural) bool {
 	if s == nil {
@@ -484,8 +508,26 @@ func hasDefaults(s *structuralschema.Structural) bool {
 // holds), then converted as ConvertForWrite converts it. v's defaults are
 // not applied to what another version held.
 func (s *strategy) Convert(obj *unstructured.Unstructured, v string) error {
+	s.coerceStored(obj)
 	s.Default(obj)
 	return s.ConvertForWrite(obj, v)
+}
+
+// coerceStored coerces the metadata of the embedded objects of obj, read
+// from storage, by the schema of its version, dropping their unknown and
+// malformed fields, as kube-apiserver's storage decoder does: a field that
+// became an embedded resource in a schema change may hold such metadata
+// from before. (kapi validated the object's own metadata as it wrote it.)
+func (s *strategy) coerceStored(obj *unstructured.Unstructured) {
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil || gv.Group != s.gk.Group {
+		return
+	}
+	if ver, ok := s.versions[gv.Version]; ok && ver.hasEmbedded {
+		// With invalid fields dropped, the coercion fails only on what
+		// it cannot drop, which it leaves as it is.
+		schemaobjectmeta.CoerceWithOptions(nil, obj.Object, ver.structural, false, schemaobjectmeta.CoerceOptions{DropInvalidFields: true})
+	}
 }
 
 // ConvertForWrite converts obj, being written, to v as kube-apiserver's
@@ -606,12 +648,14 @@ func (s *strategy) ConvertVersions(objs []*unstructured.Unstructured, v string) 
 		return nil, nil // Convert does one alone
 	}
 	// The converter takes a list in the version it converts to; each
-	// object is defaulted by its own version first, as Convert does.
+	// object is coerced and defaulted by its own version first, as
+	// Convert does.
 	list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": gv.String(), "kind": s.gk.Kind + "List"}}
 	// The webhook sees no resourceVersion, as Convert's.
 	list.Items = make([]unstructured.Unstructured, len(convert))
 	rvs := make([]string, len(convert))
 	for i, obj := range convert {
+		s.coerceStored(obj)
 		s.Default(obj)
 		rvs[i] = obj.GetResourceVersion()
 		obj.SetResourceVersion("")
