@@ -977,12 +977,17 @@ func TestPolicyScopeAsKube(t *testing.T) {
 	ctx := ctxT(t)
 	adm := k.Client.AdmissionregistrationV1()
 
-	// Protect kube-system; other namespaces still delete.
-	protect := newVAP("protect-system")
-	protect.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"kube-system"}}}}
+	// Protect one namespace; other namespaces still delete. (Not an
+	// immortal one: kube's NamespaceLifecycle refuses its DELETE before
+	// any policy sees it.)
+	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("guarded"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	protect := newVAP("protect-guarded")
+	protect.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"guarded"}}}}
 	protect.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
 	protect.Spec.MatchConstraints.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}
-	protect.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "kube-system stays"}}
+	protect.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "false", Message: "guarded stays"}}
 	bindPolicy(t, k, protect)
 	// Guard webhook configurations.
 	guard := newVAP("guard-webhooks")
@@ -993,15 +998,15 @@ func TestPolicyScopeAsKube(t *testing.T) {
 		_, err := adm.ValidatingWebhookConfigurations().Create(ctx, newVWC("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "guarded validatingwebhookconfigurations"), err
 	})
-	eventually(t, 10*time.Second, "the kube-system guard to apply", func() (bool, error) {
-		err := k.Client.CoreV1().Namespaces().Delete(ctx, "kube-system", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		return err != nil && strings.Contains(err.Error(), "kube-system stays"), err
+	eventually(t, 10*time.Second, "the namespace guard to apply", func() (bool, error) {
+		err := k.Client.CoreV1().Namespaces().Delete(ctx, "guarded", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "guarded stays"), err
 	})
 	if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace("scratch"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Client.CoreV1().Namespaces().Delete(ctx, "scratch", metav1.DeleteOptions{}); err != nil {
-		t.Errorf("deleting namespace scratch under a policy selecting kube-system: %v, want it deleted", err)
+		t.Errorf("deleting namespace scratch under a policy selecting namespace guarded: %v, want it deleted", err)
 	}
 
 	// A paramKind at a version no resource serves.

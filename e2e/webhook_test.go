@@ -1579,6 +1579,36 @@ func TestWebhookNamespaceDelete(t *testing.T) {
 	}
 }
 
+// The DELETE of an immortal namespace is refused by kube-apiserver's
+// NamespaceLifecycle plugin, the first of its admission chain: no mutating
+// or validating webhook is called (kapi refused it after calling them).
+func TestWebhookImmortalNamespaceDelete(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	k := startMemKapi(t)
+	nsDeletes := rule("", "v1", "namespaces", opDelete)
+	createMWC(t, k, hs, "immortal-m", mhook("m.immortal.example.com", hs.clientConfig("/m"), nsDeletes))
+	createVWC(t, k, hs, "immortal-v", vhook("v.immortal.example.com", hs.clientConfig("/v"), nsDeletes))
+	for _, name := range []string{"default", "kube-system", "kube-public"} {
+		for _, q := range []string{"", "?dryRun=All"} {
+			r := k.do(t, "DELETE", "/api/v1/namespaces/"+name+q, nil)
+			st := expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden)
+			if want := fmt.Sprintf("namespaces %q is forbidden: this namespace may not be deleted", name); st.Message != want {
+				t.Errorf("DELETE %s%s: message %q, want %q", name, q, st.Message, want)
+			}
+		}
+		if m, v := hs.callsTo("/m", name), hs.callsTo("/v", name); len(m)+len(v) > 0 {
+			t.Errorf("DELETE %s reached the webhooks: mutating %q, validating %q", name, callNames(m), callNames(v))
+		}
+	}
+	// Any other namespace's DELETE reaches both.
+	createNamespace(t, k, "mortal", nil)
+	mustCode(t, "DELETE mortal", k.do(t, "DELETE", "/api/v1/namespaces/mortal", nil), http.StatusOK)
+	if m, v := hs.callsTo("/m", "mortal"), hs.callsTo("/v", "mortal"); len(m) != 1 || len(v) != 1 {
+		t.Errorf("DELETE mortal: mutating %q, validating %q, want one call each", callNames(m), callNames(v))
+	}
+}
+
 // An object a mutating webhook patched is defaulted again before the next
 // webhook sees it, as kube-apiserver's dispatcher defaults it.
 func TestWebhookDefaultsBetweenMutations(t *testing.T) {

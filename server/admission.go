@@ -407,6 +407,13 @@ func (s *Server) equivalentResources() runtime.EquivalentResourceMapper {
 // mutate runs the mutating admission webhooks on a write; they change obj
 // in place.
 func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
+	// The namespace lifecycle plugin comes first in kube-apiserver's
+	// chain: an immortal namespace's DELETE never reaches a webhook.
+	if attr.GetOperation() == admission.Delete && attr.GetKind().GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
+		if err := kapiadmission.AdmitNamespaceDelete(attr.GetResource().GroupResource(), attr.GetName()); err != nil {
+			return err
+		}
+	}
 	// Wrapped as kube-apiserver wraps its mutating admission: managedFields
 	// a webhook leaves invalid are put back as they were, with a warning.
 	return s.mutating.Admit(ctx, attr, s.objectInterfaces(attr))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	kapiadmission "github.com/kapi-dev/kapi/admission"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/validation/core"
 )
@@ -79,7 +80,7 @@ func namespaceResource() *registry.Resource {
 			return errs
 		},
 		prepareDelete: func(ns *corev1.Namespace, opts *metav1.DeleteOptions) (bool, error) {
-			if immortalNamespaces[ns.Name] {
+			if kapiadmission.ImmortalNamespaces[ns.Name] {
 				return false, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, ns.Name, errors.New("this namespace may not be deleted"))
 			}
 			if !ns.DeletionTimestamp.IsZero() {
@@ -156,9 +157,6 @@ func validateNamespaceMetaUpdate(ns, old *corev1.Namespace) field.ErrorList {
 
 // InitialNamespaces exist from the start, as in a new cluster.
 var InitialNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
-
-// immortalNamespaces may not be deleted.
-var immortalNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
 
 // defaultNamespace is kube's defaulting of a namespace (SetDefaults_Namespace
 // and SetDefaults_NamespaceStatus).
