@@ -1609,6 +1609,46 @@ func TestWebhookImmortalNamespaceDelete(t *testing.T) {
 	}
 }
 
+// A namespace created from a generateName: kube-apiserver puts a
+// namespace's own request in the namespace the client named, before the
+// name is generated, so the webhooks' requests are in no namespace; the
+// validating ones name the generated name (rest.AdmissionToValidateObjectFunc).
+// A namespaceSelector still matches the namespace's own labels.
+func TestWebhookGeneratedNamespaceName(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	k := startMemKapi(t)
+	nsCreates := rule("", "v1", "namespaces", opCreate)
+	mh := mhook("m.gen.example.com", hs.clientConfig("/m"), nsCreates)
+	mh.NamespaceSelector = labelSelector("team", "gen")
+	createMWC(t, k, hs, "gen-m", mh)
+	vh := vhook("v.gen.example.com", hs.clientConfig("/v"), nsCreates)
+	vh.NamespaceSelector = labelSelector("team", "gen")
+	createVWC(t, k, hs, "gen-v", vh)
+
+	r := k.do(t, "POST", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"generateName":"gen-","labels":{"team":"gen"}}}`))
+	mustCode(t, "create from generateName", r, http.StatusCreated)
+	generated := decodeObj(t, r).GetName()
+	m, v := hs.callsTo("/m", ""), hs.callsTo("/v", "")
+	if len(m) != 1 || len(v) != 1 {
+		t.Fatalf("webhook calls: mutating %q, validating %q; want one each", callNames(m), callNames(v))
+	}
+	if rq := m[0].Request; rq.Name != "" || rq.Namespace != "" {
+		t.Errorf("mutating webhook's request: name %q namespace %q, want both empty", rq.Name, rq.Namespace)
+	}
+	if rq := v[0].Request; rq.Name != generated || rq.Namespace != "" {
+		t.Errorf("validating webhook's request: name %q namespace %q, want name %q and no namespace", rq.Name, rq.Namespace, generated)
+	}
+
+	// A namespace the client names is its requests' namespace.
+	createNamespace(t, k, "named-gen", map[string]string{"team": "gen"})
+	for path, calls := range map[string][]hookCall{"/m": hs.callsTo("/m", "named-gen"), "/v": hs.callsTo("/v", "named-gen")} {
+		if len(calls) != 1 || calls[0].Request.Namespace != "named-gen" {
+			t.Errorf("%s: calls for named-gen %q, want one in namespace named-gen", path, callNames(calls))
+		}
+	}
+}
+
 // An object a mutating webhook patched is defaulted again before the next
 // webhook sees it, as kube-apiserver's dispatcher defaults it.
 func TestWebhookDefaultsBetweenMutations(t *testing.T) {

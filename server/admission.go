@@ -166,10 +166,11 @@ func (s *Server) admissionAttributes(req *resourceRequest, obj, old *unstructure
 		name = ""
 	}
 	namespace := req.namespace
-	if req.res.Group == "" && req.res.Plural == "namespaces" {
+	if req.res.Group == "" && req.res.Plural == "namespaces" && !req.unnamedCreate {
 		// A namespace's own requests are in the namespace, as
 		// kube-apiserver's request info puts them (a namespaceSelector
-		// then finds its labels).
+		// then finds its labels): the one the client named, so not a
+		// generated name (kube names the namespace before generating it).
 		namespace = name
 	}
 	return admission.NewAttributesRecord(o, oo, gvk, namespace, name, gvr, req.subresource, op, options, dryRun, req.actor())

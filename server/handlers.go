@@ -680,6 +680,7 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 	named := *req
 	if named.name == "" {
 		named.name = clientName // else the object's generated name
+		named.unnamedCreate = clientName == ""
 	}
 	if err := s.validateAdmission(ctx, s.admissionAttributes(&named, obj, nil, admission.Create, options, dryRun)); err != nil {
 		return nil, err

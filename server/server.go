@@ -323,6 +323,11 @@ type resourceRequest struct {
 	// inCollection is set for the objects a deletecollection deletes:
 	// kube-apiserver names none of them to admission.
 	inCollection bool
+	// unnamedCreate is set for the validating admission of a create whose
+	// client named no object (a generateName): admission names the
+	// request as the object is named then, but kube-apiserver put a
+	// namespace's own request in the namespace the client named, none.
+	unnamedCreate bool
 	// noAdmission is set for the deletes of kapi's CRD finalizer, which
 	// kube-apiserver's makes through its storage, without admission.
 	noAdmission bool
