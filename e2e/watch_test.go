@@ -447,3 +447,51 @@ func TestWatchOverWebSocket(t *testing.T) {
 		ws.Close()
 	}
 }
+
+// TestWatchTransformRefusedBeforeStream replays the error cases of kube's
+// integration test TestTransform on a custom resource and on namespaces: a
+// watch's Table options and its media type are refused with an HTTP error
+// before the stream starts, as kube-apiserver's watch handler checks them
+// (a 400 for an includeObject it does not know, a 406 naming the media types
+// a watch can be streamed in for YAML), not as an ERROR event.
+func TestWatchTransformRefusedBeforeStream(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, newCRD("foos", "cr.bar.com"))
+	const (
+		table     = "Accept: application/json;as=Table;g=meta.k8s.io;v=v1"
+		tableYAML = "Accept: application/yaml;as=Table;g=meta.k8s.io;v=v1"
+		badInc    = `Unable to convert to Table as requested: includeObject: Invalid value: "unrecognized": must be 'Metadata', 'Object', 'None', or empty`
+		noStream  = "only the following media types are accepted: application/json;stream=watch"
+	)
+	for _, coll := range []string{"/api/v1/namespaces", "/apis/cr.bar.com/v1/namespaces/default/foos"} {
+		watch := coll + "?watch=true&resourceVersion=0&timeoutSeconds=1"
+		r := k.do(t, "GET", watch+"&includeObject=unrecognized", nil, table)
+		st := expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		if st.Message != badInc {
+			t.Errorf("%s: a Table watch with includeObject=unrecognized: message %q, want %q", coll, st.Message, badInc)
+		}
+		for _, accept := range []string{tableYAML, "Accept: application/yaml;as=Table;g=meta.k8s.io;v=v1beta1", "Accept: application/yaml;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"} {
+			r = k.do(t, "GET", watch, nil, accept)
+			st = expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+			if st.Message != noStream {
+				t.Errorf("%s: a watch with %s: message %q, want %q", coll, accept, st.Message, noStream)
+			}
+		}
+		// In plain YAML the Status is YAML.
+		r = k.do(t, "GET", watch, nil, "Accept: application/yaml")
+		if r.Code != http.StatusNotAcceptable || !strings.Contains(string(r.Body), "message: 'only the following media types are accepted: application/json;stream=watch'") {
+			t.Errorf("%s: a watch in YAML: %d %s, want a 406 naming the stream media types", coll, r.Code, r.Body)
+		}
+		// The Table options are checked first, as kube-apiserver's.
+		r = k.do(t, "GET", watch+"&includeObject=unrecognized", nil, tableYAML)
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "includeObject")
+		// A valid Table watch streams (the namespaces' first event: default).
+		r = k.do(t, "GET", watch+"&includeObject=None", nil, table)
+		if r.Code != http.StatusOK {
+			t.Errorf("%s: a Table watch: %d %.200s", coll, r.Code, r.Body)
+		} else if coll == "/api/v1/namespaces" && !strings.HasPrefix(string(r.Body), `{"type":"ADDED","object":{"kind":"Table"`) {
+			t.Errorf("%s: a Table watch: %.200s, want Table events", coll, r.Body)
+		}
+	}
+}

@@ -432,20 +432,30 @@ func (s *Server) table(r *http.Request, req *resourceRequest, version string, ob
 	return tableOf(r, req.res.TableFor(req.version), version, objs, lm)
 }
 
-// tableOf prints objs with tc as a Table of meta.k8s.io/version, by the
-// request's TableOptions.
-func tableOf(r *http.Request, tc registry.TableConvertor, version string, objs []*unstructured.Unstructured, lm metav1.ListMeta) (*metav1.Table, error) {
+// tableOptions reads and validates the request's TableOptions
+// (includeObject, noHeaders).
+func tableOptions(r *http.Request) (metav1.TableOptions, error) {
 	var opts metav1.TableOptions
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+		return opts, apierrors.NewBadRequest(err.Error())
 	}
 	// In kube-apiserver's words: one error as it is, several as a list.
 	switch errs := metav1validation.ValidateTableOptions(&opts); len(errs) {
 	case 0:
+		return opts, nil
 	case 1:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs[0].Error()))
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs[0].Error()))
 	default:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs))
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs))
+	}
+}
+
+// tableOf prints objs with tc as a Table of meta.k8s.io/version, by the
+// request's TableOptions.
+func tableOf(r *http.Request, tc registry.TableConvertor, version string, objs []*unstructured.Unstructured, lm metav1.ListMeta) (*metav1.Table, error) {
+	opts, err := tableOptions(r)
+	if err != nil {
+		return nil, err
 	}
 	t := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + version},

@@ -282,6 +282,18 @@ func notPartialMetadataShape(res *registry.Resource, list bool) error {
 	}}
 }
 
+// notAcceptableStream is a watch's 406: kube-apiserver names the media
+// types it can stream a watch in, each with ";stream=watch" (kapi serves no
+// protobuf, so JSON alone).
+func notAcceptableStream() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: "only the following media types are accepted: application/json;stream=watch",
+	}}
+}
+
 func notAcceptable() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,

@@ -69,10 +69,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, err)
 		return
 	}
-	if out.yaml {
-		writeError(w, r, notAcceptable())
-		return
-	}
 	if _, err := parseResourceVersion(opts.ResourceVersion); err != nil {
 		// kube-apiserver's watch cache refuses it before the stream
 		// starts, and the error is no Status: a 500 with its message.
@@ -92,6 +88,20 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	sel, err := newSelection(req.res, req.version, opts)
 	if err != nil {
 		writeError(w, r, err)
+		return
+	}
+	// As kube-apiserver's watch handler, once the watch is set up and
+	// before its stream starts: a Table's options are checked (a 400, not
+	// an ERROR event in the stream), then the media type must have a
+	// stream form, which YAML has not (a 406 naming the stream types).
+	if out.as == "Table" {
+		if _, err := tableOptions(r); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
+	if out.yaml {
+		writeError(w, r, notAcceptableStream())
 		return
 	}
 	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
