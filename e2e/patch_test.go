@@ -1440,3 +1440,77 @@ func TestBeforeFirstApplyOfBuiltinKind(t *testing.T) {
 		t.Errorf("before-first-apply fields %s, want spec.selectors without spec itself", before)
 	}
 }
+
+// A server-side apply whose object is too large to store with its
+// managedFields fails (413), where a create or another patch is stored
+// without them: kube-apiserver's patch handler retries every patch type
+// but apply without managedFields (kube's integration tests
+// TestCreateVeryLargeObject, TestPatchVeryLargeObject). The same holds for
+// an apply that creates.
+func TestTooLargeApplyIsNotShed(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: bulks.big.example.com
+spec:
+  group: big.example.com
+  scope: Cluster
+  names: {plural: bulks, singular: bulk, kind: Bulk}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`))
+	const coll = "/apis/big.example.com/v1/bulks"
+	// About 0.8 MB of keys: storable once, not twice (as managedFields).
+	var spec strings.Builder
+	for i := 0; i < 9999; i++ {
+		if i > 0 {
+			spec.WriteString(",")
+		}
+		fmt.Fprintf(&spec, `"this-key-is-very-long-so-as-to-create-a-very-large-serialized-fieldset-%v":"A"`, i)
+	}
+	body := func(name string) []byte {
+		return []byte(`{"apiVersion":"big.example.com/v1","kind":"Bulk","metadata":{"name":"` + name + `"},"spec":{` + spec.String() + `}}`)
+	}
+
+	r := k.do(t, "POST", coll+"?fieldManager=creator", body("large"))
+	if r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %.300s", r.Code, r.Body)
+	}
+	created := decodeObj(t, r)
+	if mf := created.GetManagedFields(); len(mf) != 0 {
+		t.Fatalf("a create too large with its managedFields kept %d entries", len(mf))
+	}
+
+	// The apply would record every field the object has (before-first-apply).
+	r = k.do(t, "PATCH", coll+"/large?fieldManager=apply_test", []byte(`{"apiVersion":"big.example.com/v1","kind":"Bulk","metadata":{"name":"large","labels":{"a":"b"}}}`), "Content-Type: application/apply-patch+yaml")
+	expectStatus(t, r, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge)
+	r = k.do(t, "GET", coll+"/large", nil)
+	if got := decodeObj(t, r); got.GetResourceVersion() != created.GetResourceVersion() || len(got.GetLabels()) != 0 {
+		t.Errorf("a refused apply changed the object: resourceVersion %s → %s, labels %v", created.GetResourceVersion(), got.GetResourceVersion(), got.GetLabels())
+	}
+
+	// A merge patch is stored, without managedFields.
+	r = k.do(t, "PATCH", coll+"/large?fieldManager=patcher", []byte(`{"metadata":{"labels":{"a":"b"}}}`), "Content-Type: application/merge-patch+json")
+	if r.Code != http.StatusOK {
+		t.Fatalf("merge patch: %d %.300s", r.Code, r.Body)
+	}
+	if got := decodeObj(t, r); got.GetLabels()["a"] != "b" || len(got.GetManagedFields()) != 0 {
+		t.Errorf("merge patch: labels %v, %d managedFields entries, want the label and none", got.GetLabels(), len(got.GetManagedFields()))
+	}
+
+	// An apply that creates an object as large is refused, nothing created.
+	r = k.do(t, "PATCH", coll+"/large-apply?fieldManager=apply_test", body("large-apply"), "Content-Type: application/apply-patch+yaml")
+	expectStatus(t, r, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge)
+	if r = k.do(t, "GET", coll+"/large-apply", nil); r.Code != http.StatusNotFound {
+		t.Errorf("get after the refused create-on-apply: %d, want 404", r.Code)
+	}
+}

@@ -714,7 +714,7 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 		}
 		return stored, nil
 	}
-	if err := storeShedding(stored, func() error { _, err := s.store.Create(ctx, key, encoder(res, stored)); return err }); err != nil {
+	if err := storeShedding(req, stored, func() error { _, err := s.store.Create(ctx, key, encoder(res, stored)); return err }); err != nil {
 		return nil, storageError(err, res, obj.GetName())
 	}
 	return stored, nil
@@ -1011,7 +1011,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			// the resourceVersion.
 			return out, nil
 		} else {
-			err = storeShedding(out, func() error { _, err := s.store.Update(ctx, key, rev, encoder(res, out)); return err })
+			err = storeShedding(req, out, func() error { _, err := s.store.Update(ctx, key, rev, encoder(res, out)); return err })
 		}
 		// Without a client precondition a write that lost a race is made
 		// again on what won, for as long as the request lasts, as kube's

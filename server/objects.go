@@ -335,10 +335,12 @@ var maxObjectBytes = 3 * 1024 * 1024 / 2
 
 // storeShedding runs a write of obj, and once more without its
 // managedFields when obj was too large to store, as kube-apiserver does:
-// they can be large, and are safe to drop.
-func storeShedding(obj *unstructured.Unstructured, write func() error) error {
+// they can be large, and are safe to drop. A server-side apply's write is
+// made once: kube-apiserver's patch handler does not retry an apply (its
+// managedFields are what the apply is about).
+func storeShedding(req *resourceRequest, obj *unstructured.Unstructured, write func() error) error {
 	err := write()
-	if apierrors.IsRequestEntityTooLargeError(err) && len(obj.GetManagedFields()) > 0 {
+	if apierrors.IsRequestEntityTooLargeError(err) && len(obj.GetManagedFields()) > 0 && !req.serverSideApply {
 		obj.SetManagedFields(nil)
 		err = write()
 	}

@@ -266,6 +266,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		return
 	}
 	force := opts.Force != nil && *opts.Force
+	req.serverSideApply = true
 	fm, err := s.fieldManagers.get(req.res, req.version, req.subresource)
 	if err != nil {
 		writeError(w, r, apierrors.NewInternalError(err))

@@ -141,6 +141,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		return
 	}
 	patchType := types.PatchType(mt)
+	req.serverSideApply = patchType == types.ApplyYAMLPatchType
 	opts, err := parseUpdateOptions(r)
 	if err != nil {
 		writeError(w, r, err)

@@ -315,6 +315,11 @@ type resourceRequest struct {
 	// isPatch is true while a PATCH decodes its result; applied while
 	// that result is a server-side apply's.
 	isPatch, applied bool
+	// serverSideApply is set for the whole of a server-side apply (of the
+	// object or its scale): a write of it too large to store fails, where
+	// any other write is made again without managedFields, as
+	// kube-apiserver's patch handler retries every patch type but apply.
+	serverSideApply bool
 	// patchQuote, when set, is what an error of a patch's result quotes
 	// as the invalid patch (a strategic merge patch's: the patch itself,
 	// as a Go map prints, as kube-apiserver quotes it); else the patched
