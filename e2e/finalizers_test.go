@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -686,6 +687,81 @@ func TestNamespaceContentDeletion(t *testing.T) {
 	r = k.do(t, "POST", "/apis/dyn.example.com/v1/namespaces/kept/gadgets", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"generateName":"late-"},"spec":{}}`))
 	if st := expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, `gadgets.dyn.example.com "late-" is forbidden: unable to create new content in namespace kept because it is being terminated`); st.Details == nil || st.Details.Name != "late-" {
 		t.Errorf("details %+v, want name late-", st.Details)
+	}
+}
+
+// A terminating namespace whose contents admission keeps reports them as
+// kube's namespace controller does: one error per resource whose
+// deletecollection failed (their messages sorted), which stopped at the
+// first item refused (those listed after it stay), and those resources
+// not counted as remaining content (the controller does not list them
+// again); the namespace stays until a pass deletes everything.
+func TestNamespaceContentDeletionRefused(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, crdFromYAML(t, gadgetCRDYAML))
+	createCRD(t, k, newCRD("widgets", "dyn.example.com"))
+	gvrWidgets := schema.GroupVersionResource{Group: "dyn.example.com", Version: "v1", Resource: "widgets"}
+	namespaces := k.Client.CoreV1().Namespaces()
+	if _, err := namespaces.Create(ctx, newNamespace("refusing"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := denyDeletesPolicy("keep-b", "dyn.example.com", "*", "b stays")
+	policy.Spec.Validations[0].Expression = "!oldObject.metadata.name.startsWith('b-')"
+	bindPolicy(t, k, policy)
+	gadgets := k.Dyn.Resource(gvrGadgets).Namespace("refusing")
+	widgets := k.Dyn.Resource(gvrWidgets).Namespace("refusing")
+	for _, name := range []string{"a-1", "b-1", "c-1"} {
+		if _, err := gadgets.Create(ctx, gadget(name, map[string]interface{}{}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "dyn.example.com/v1", "kind": "Widget", "metadata": map[string]interface{}{"name": "b-2"}}}
+	if _, err := widgets.Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the policy to refuse deleting b-1", func() (bool, error) {
+		err := gadgets.Delete(ctx, "b-1", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "b stays"), err
+	})
+	if err := namespaces.Delete(ctx, "refusing", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	denied := func(resource string) string {
+		return resource + `.dyn.example.com "Unknown" is forbidden: ValidatingAdmissionPolicy 'keep-b' with binding 'keep-b' denied request: b stays`
+	}
+	want := map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered All resources successfully discovered",
+		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions All legacy kube types successfully parsed",
+		corev1.NamespaceDeletionContentFailure:   "True ContentDeletionFailed Failed to delete all resource types, 2 remaining: " + denied("gadgets") + ", " + denied("widgets"),
+		corev1.NamespaceContentRemaining:         "False ContentRemoved All content successfully removed",
+		corev1.NamespaceFinalizersRemaining:      "False ContentHasNoFinalizers All content-preserving finalizers finished",
+	}
+	eventually(t, 10*time.Second, "the namespace's deletion conditions", func() (bool, error) {
+		ns, err := namespaces.Get(ctx, "refusing", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got := map[corev1.NamespaceConditionType]string{}
+		for _, cond := range ns.Status.Conditions {
+			got[cond.Type] = fmt.Sprintf("%s %s %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return reflect.DeepEqual(got, want), fmt.Errorf("conditions %s", fmtJSON(got))
+	})
+	list, err := gadgets.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, g := range list.Items {
+		left = append(left, g.GetName())
+	}
+	if !reflect.DeepEqual(left, []string{"b-1", "c-1"}) {
+		t.Errorf("gadgets left %v, want [b-1 c-1]: the deletecollection stops at b-1", left)
+	}
+	if ns, err := namespaces.Get(ctx, "refusing", metav1.GetOptions{}); err != nil || len(ns.Spec.Finalizers) == 0 {
+		t.Errorf("the namespace: %v %v, want it kept with its finalizer", err, ns.Spec.Finalizers)
 	}
 }
 

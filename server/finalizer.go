@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
@@ -228,11 +227,16 @@ type namespaceContents struct {
 	resources  map[string]int
 	finalizers map[string]int
 	// deleteErrs holds, per resource whose contents could not all be
-	// deleted, the first error.
+	// deleted, the error that stopped its deletion; such a resource is
+	// not counted in resources and finalizers (kube's controller does not
+	// list what its failed deletecollection left).
 	deleteErrs []error
 }
 
-func (c namespaceContents) remaining() bool { return len(c.resources) > 0 }
+// remaining tells whether the namespace still holds content, or may: a
+// failed deletion leaves it unfinalized, as kube's controller finalizes
+// a namespace only after a pass without errors.
+func (c namespaceContents) remaining() bool { return len(c.resources) > 0 || len(c.deleteErrs) > 0 }
 
 // deleteNamespaceContents deletes every object of every namespaced
 // resource in namespace, as kube's namespace controller does (a
@@ -252,8 +256,9 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 		if err != nil {
 			return contents, err
 		}
-		failed := false
 		contents.found += len(items)
+		var left []*unstructured.Unstructured
+		var failed error
 		for _, obj := range items {
 			// As the items of kube's deletecollection: unnamed to admission.
 			req := &resourceRequest{res: res, version: res.Versions[0], namespace: namespace, name: obj.GetName(), user: namespaceUser, inCollection: true}
@@ -261,12 +266,21 @@ func (f *finalizer) deleteNamespaceContents(ctx context.Context, namespace strin
 			if apierrors.IsNotFound(err) || (err == nil && deleted) {
 				continue
 			}
-			if err != nil && !failed {
-				contents.deleteErrs = append(contents.deleteErrs, err)
-				failed = true
-			} else if err == nil {
-				obj = pending
+			if err != nil {
+				// kube's deletecollection stops at an item's failed
+				// delete (its one worker returns the error), and its
+				// namespace controller then reports the error without
+				// counting what the resource still holds.
+				failed = err
+				break
 			}
+			left = append(left, pending)
+		}
+		if failed != nil {
+			contents.deleteErrs = append(contents.deleteErrs, failed)
+			continue
+		}
+		for _, obj := range left {
 			// As kube's namespace controller names them: "<plural>.<group>".
 			contents.resources[res.Plural+"."+res.Group]++
 			for _, fin := range obj.GetFinalizers() {
@@ -318,10 +332,15 @@ func setNamespaceDeletionConditions(obj *unstructured.Unstructured, contents nam
 			want.Status, want.Reason = corev1.ConditionTrue, "SomeFinalizersRemain"
 			want.Message = "Some content in the namespace has finalizers remaining: " + counted(contents.finalizers, "%s in %d resource instances")
 		case want.Type == corev1.NamespaceDeletionContentFailure && len(contents.deleteErrs) > 0:
-			// kube's controller aggregates the failed resources' errors
-			// into one it reports.
+			// kube's controller reports one error per failed resource,
+			// their messages sorted.
+			msgs := make([]string, 0, len(contents.deleteErrs))
+			for _, err := range contents.deleteErrs {
+				msgs = append(msgs, err.Error())
+			}
+			sort.Strings(msgs)
 			want.Status, want.Reason = corev1.ConditionTrue, "ContentDeletionFailed"
-			want.Message = fmt.Sprintf("Failed to delete all resource types, 1 remaining: %v", utilerrors.NewAggregate(contents.deleteErrs))
+			want.Message = fmt.Sprintf("Failed to delete all resource types, %d remaining: %s", len(msgs), strings.Join(msgs, ", "))
 		}
 		i := slices.IndexFunc(status.Conditions, func(c corev1.NamespaceCondition) bool { return c.Type == want.Type })
 		switch {
