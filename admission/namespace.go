@@ -39,16 +39,16 @@ func AdmitCreateInNamespace(ctx context.Context, phase NamespacePhase, gr schema
 	return e
 }
 
-// ImmortalNamespaces may never be deleted, as kube-apiserver's
+// immortalNamespaces may never be deleted, as kube-apiserver's
 // NamespaceLifecycle plugin has it.
-var ImmortalNamespaces = map[string]bool{metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true}
+var immortalNamespaces = map[string]bool{metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true}
 
 // AdmitNamespaceDelete refuses the deletion of an immortal namespace (403),
 // as kube-apiserver's NamespaceLifecycle plugin does: first in its
 // admission chain, so that no webhook hears of the request. gr is the
 // request's resource.
 func AdmitNamespaceDelete(gr schema.GroupResource, name string) error {
-	if !ImmortalNamespaces[name] {
+	if !immortalNamespaces[name] {
 		return nil
 	}
 	return apierrors.NewForbidden(gr, name, errors.New("this namespace may not be deleted"))

@@ -285,20 +285,16 @@ func notPartialMetadataShape(res *registry.Resource, list bool) error {
 // notAcceptableStream is a watch's 406: kube-apiserver names the media
 // types it can stream a watch in, each with ";stream=watch" (kapi serves no
 // protobuf, so JSON alone).
-func notAcceptableStream() error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusNotAcceptable,
-		Reason:  metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: application/json;stream=watch",
-	}}
-}
+func notAcceptableStream() error { return notAcceptableOf("application/json;stream=watch") }
 
-func notAcceptable() error {
+func notAcceptable() error { return notAcceptableOf("application/json, application/yaml") }
+
+// notAcceptableOf is kube-apiserver's 406 naming the media types accepted.
+func notAcceptableOf(accepted string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusNotAcceptable,
 		Reason:  metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: application/json, application/yaml",
+		Message: "only the following media types are accepted: " + accepted,
 	}}
 }

@@ -51,7 +51,7 @@ func run() int {
 	jsonOut := flag.String("json", "bench.json", "where to write the figures as JSON (empty: nowhere)")
 	syncMode := flag.String("sync", "normal", "kapi's --sync mode for the main phases (kapi's default is normal); the other mode gets its own create figure")
 	objects := flag.Int("objects", 10000, "objects created in the main phase (the issue's figures are for 10,000)")
-	profDir := flag.String("cpuprofile", "", "a directory: take CPU profiles of kapi during the main and admission phases into it (`make pgo` merges them)")
+	profDir := flag.String("cpuprofile", "", "a directory: take CPU profiles of kapi during the main and admission phases into it")
 	only := flag.String("phases", "", "comma-separated phases to run, of start-up,many-crds,main,admission,fresh,compaction,ceiling (default all)")
 	flag.Parse()
 	if *syncMode != "full" && *syncMode != "normal" {

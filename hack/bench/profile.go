@@ -16,8 +16,8 @@ const profileWindow = 5 // seconds
 
 // profileKapi takes CPU profiles of k (its /debug/pprof/profile), one
 // window after another, into dir as <name>-<n>.pprof until the returned
-// function is called. With dir "" it does nothing. The profiles are what
-// `make pgo` merges into default.pgo.
+// function is called. With dir "" it does nothing. `go tool pprof -proto
+// dir/*.pprof` merges them.
 func profileKapi(k *kapiProc, dir, name string) (stop func()) {
 	if dir == "" {
 		return func() {}

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,8 +79,9 @@ func namespaceResource() *registry.Resource {
 			return errs
 		},
 		prepareDelete: func(ns *corev1.Namespace, opts *metav1.DeleteOptions) (bool, error) {
-			if kapiadmission.ImmortalNamespaces[ns.Name] {
-				return false, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, ns.Name, errors.New("this namespace may not be deleted"))
+			// Admission refuses it first; this holds for deletes made without it.
+			if err := kapiadmission.AdmitNamespaceDelete(schema.GroupResource{Resource: "namespaces"}, ns.Name); err != nil {
+				return false, err
 			}
 			if !ns.DeletionTimestamp.IsZero() {
 				// A later DELETE, once its finalizers are gone: the
