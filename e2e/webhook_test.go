@@ -1976,3 +1976,42 @@ func TestWebhookSeesCRDFinalizer(t *testing.T) {
 		return reflect.DeepEqual(seen, want), fmt.Errorf("status updates seen: %v, want %v", seen, want)
 	})
 }
+
+// A DeviceClass's opaque parameters are measured against their 10 KiB
+// limit as kube-apiserver measures them: as the body wrote them
+// (whitespace counts), or, once a mutating webhook patched the object, as
+// kube-apiserver re-encoded it to apply the patch (compact JSON).
+func TestWebhookPatchedDeviceClassParameters(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	hs.handle("/label", func(c *hookCall) *admissionv1.AdmissionResponse {
+		return patchResponse(addLabelOps(c.Object, "mutated", "yes"))
+	})
+	k := startMemKapi(t)
+	hook := mhook("label.compact.example.com", hs.clientConfig("/label"), deviceClassRule(opCreate))
+	hook.ObjectSelector = labelSelector("mutate", "me")
+	createMWC(t, k, hs, "compact", hook)
+
+	// 10,241 bytes as written, 1,001 of them whitespace.
+	params := `{"b":"` + strings.Repeat("x", 9226) + `",` + strings.Repeat(" ", 1001) + `"a":1}`
+	if len(params) != 10241 {
+		t.Fatalf("parameters of %d bytes", len(params))
+	}
+	class := func(name, labels string) []byte {
+		return []byte(`{"apiVersion":"resource.k8s.io/v1beta2","kind":"DeviceClass","metadata":{"name":"` + name + `","labels":{` + labels + `}},` +
+			`"spec":{"config":[{"opaque":{"driver":"dra.example.com","parameters":` + params + `}}]}}`)
+	}
+	r := k.do(t, "POST", collectionPath(gvrDevClasses), class("as-sent", ""))
+	mustCode(t, "create without a webhook's patch", r, http.StatusUnprocessableEntity)
+	var st metav1.Status
+	_ = json.Unmarshal(r.Body, &st)
+	if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "spec.config[0].opaque.parameters" ||
+		st.Details.Causes[0].Message != "Too long: may not be more than 10240 bytes" {
+		t.Errorf("create without a webhook's patch: %s", r.Body)
+	}
+	r = k.do(t, "POST", collectionPath(gvrDevClasses), class("patched", `"mutate":"me"`))
+	mustCode(t, "create a webhook patched", r, http.StatusCreated)
+	if got := decodeObj(t, r).GetLabels()["mutated"]; got != "yes" {
+		t.Errorf("the webhook did not patch the class: %s", r.Body)
+	}
+}

@@ -487,6 +487,9 @@ func (s *Server) mutateAndNormalize(ctx context.Context, req *resourceRequest, a
 	if err != nil || string(after) == string(before) {
 		return err
 	}
+	// What the kind decodes from now, as kube-apiserver decodes a
+	// webhook's patch applied to the object it encoded (compact JSON).
+	req.decodedFrom = after
 	if req.res.Custom {
 		req.mutated = true
 		return checkNamespace(req, obj)

@@ -670,7 +670,7 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 		obj.SetGeneration(1)
 	}
 	res.Strategy.PrepareForCreate(ctx, obj)
-	if errs := res.Strategy.Validate(ctx, obj); len(errs) > 0 {
+	if errs := res.Strategy.Validate(registry.WithDecodedJSON(ctx, req.decodedFrom), obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 	}
 	// Then every object's metadata rules, as kube-apiserver's BeforeCreate
@@ -832,6 +832,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 	}
 	req.options = opts.raw
 	updated, err := s.updateObject(r.Context(), req, opts.dryRun, false, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		req.decodedFrom = body // again: a try before may have left a webhook's
 		return s.trackUpdate(req, current, obj.DeepCopy(), opts.fieldManager), nil
 	})
 	if err != nil {
@@ -971,7 +972,7 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			if res.Strategy.TracksGeneration() && res.Strategy.SpecChanged(obj, old) {
 				obj.SetGeneration(old.GetGeneration() + 1)
 			}
-			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(ctx, obj, old)...); len(errs) > 0 {
+			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(registry.WithDecodedJSON(ctx, req.decodedFrom), obj, old)...); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 			}
 			if ws, ok := res.Strategy.(registry.WarningStrategy); ok {

@@ -247,6 +247,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 			}
 		}
 	}
+	req.decodedFrom = body
 	return obj, nil
 }
 

@@ -339,6 +339,10 @@ type resourceRequest struct {
 	// options are the write's options as the client sent them, for the
 	// AdmissionReview (nil: the handler's own).
 	options runtime.Object
+	// decodedFrom is the JSON the object being written was decoded from
+	// (the body, a patch's result, or what the mutating webhooks left),
+	// for the kind's validation (registry.WithDecodedJSON).
+	decodedFrom []byte
 	// mutated is set when the mutating webhooks changed a custom
 	// resource: it is coerced for storage as it is written
 	// (registry.StorageCoercer).

@@ -33,6 +33,16 @@ func deviceClassResource() *registry.Resource {
 			return append(v.ValidateDeviceClass(obj), v.ValidateDeviceClassUpdate(obj, old)...)
 		},
 		specChanged: func(obj, old *T) bool { return semanticChanged(obj.Spec, old.Spec) },
+		// The parameters' size limit counts their bytes as sent.
+		rawExtensions: func(obj *T) []*runtime.RawExtension {
+			out := make([]*runtime.RawExtension, len(obj.Spec.Config))
+			for i, c := range obj.Spec.Config {
+				if c.Opaque != nil {
+					out[i] = &c.Opaque.Parameters
+				}
+			}
+			return out
+		},
 	}
 	return &registry.Resource{
 		Group: "resource.k8s.io", Versions: []string{"v1beta2"}, StorageVersion: "v1beta2",

@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/json"
+
+	"github.com/kapi-dev/kapi/server/registry"
 )
 
 // typed is the Strategy of a built-in kind, written against its Go type T
@@ -46,22 +49,27 @@ type typed[T any] struct {
 	// beyond its metadata.finalizers (nil: it does not).
 	holdsDeletion func(*T) bool
 
+	// rawExtensions returns the runtime.RawExtension fields of an object,
+	// in a fixed order (nil where one is absent), for validation to see
+	// the bytes they were decoded from; nil when the kind has none.
+	rawExtensions func(*T) []*runtime.RawExtension
+
 	storageVersion string
 	groupVersion   func(version string) string
 }
 
-func (s *typed[T]) Decode(version string, body []byte) (*unstructured.Unstructured, []error, error) {
-	var (
-		obj       *T
-		strictErr []error
-		err       error
-	)
+// decodeTyped decodes a body sent to version into T.
+func (s *typed[T]) decodeTyped(version string, body []byte) (*T, []error, error) {
 	if s.decode != nil && version != s.storageVersion {
-		obj, strictErr, err = s.decode(version, body)
-	} else {
-		obj = new(T)
-		strictErr, err = json.UnmarshalStrict(body, obj, json.DisallowDuplicateFields, json.DisallowUnknownFields)
+		return s.decode(version, body)
 	}
+	obj := new(T)
+	strictErr, err := json.UnmarshalStrict(body, obj, json.DisallowDuplicateFields, json.DisallowUnknownFields)
+	return obj, strictErr, err
+}
+
+func (s *typed[T]) Decode(version string, body []byte) (*unstructured.Unstructured, []error, error) {
+	obj, strictErr, err := s.decodeTyped(version, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,11 +152,48 @@ func (s *typed[T]) PrepareForUpdate(ctx context.Context, u, oldU *unstructured.U
 }
 
 func (s *typed[T]) Validate(ctx context.Context, u *unstructured.Unstructured) field.ErrorList {
-	return s.validate(mustTyped[T](u))
+	return s.validate(s.asDecoded(ctx, u))
 }
 
 func (s *typed[T]) ValidateUpdate(ctx context.Context, u, old *unstructured.Unstructured) field.ErrorList {
-	return s.validateUpdate(mustTyped[T](u), mustTyped[T](old))
+	return s.validateUpdate(s.asDecoded(ctx, u), mustTyped[T](old))
+}
+
+// asDecoded returns u as a T whose runtime.RawExtension fields hold the
+// bytes the JSON u was decoded from holds there (registry.DecodedJSON),
+// whitespace and key order as sent: kube-apiserver validates them so (the
+// size limit of DeviceClass parameters counts those bytes), where u holds
+// only their values. A field whose value is no longer the one decoded (a
+// webhook changed it) keeps the bytes of its value.
+func (s *typed[T]) asDecoded(ctx context.Context, u *unstructured.Unstructured) *T {
+	obj := mustTyped[T](u)
+	data := registry.DecodedJSON(ctx)
+	if s.rawExtensions == nil || data == nil {
+		return obj
+	}
+	sent, _, err := s.decodeTyped(registry.RequestVersion(ctx), data)
+	if err != nil {
+		return obj
+	}
+	// The values as u would hold them, to compare with obj's.
+	su, err := toUnstructured(sent)
+	if err != nil {
+		return obj
+	}
+	values := new(T)
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(su.Object, values) != nil {
+		return obj
+	}
+	got, raw, was := s.rawExtensions(obj), s.rawExtensions(sent), s.rawExtensions(values)
+	if len(got) != len(raw) || len(raw) != len(was) {
+		return obj
+	}
+	for i := range got {
+		if got[i] != nil && raw[i] != nil && was[i] != nil && bytes.Equal(got[i].Raw, was[i].Raw) {
+			got[i].Raw = raw[i].Raw
+		}
+	}
+	return obj
 }
 
 func (s *typed[T]) AllowUnconditionalUpdate() bool { return s.unconditional }

@@ -639,3 +639,21 @@ func RequestVersion(ctx context.Context) string {
 	v, _ := ctx.Value(requestVersionKey{}).(string)
 	return v
 }
+
+type decodedJSONKey struct{}
+
+// WithDecodedJSON records the JSON the object being written was decoded
+// from (the request body, a patch's result, or the object as a mutating
+// webhook left it), for strategies whose rules measure what was sent
+// rather than the object: kube-apiserver's runtime.RawExtension fields keep
+// the bytes they were decoded from, where an unstructured object holds
+// their values only.
+func WithDecodedJSON(ctx context.Context, data []byte) context.Context {
+	return context.WithValue(ctx, decodedJSONKey{}, data)
+}
+
+// DecodedJSON returns the JSON WithDecodedJSON recorded, or nil.
+func DecodedJSON(ctx context.Context) []byte {
+	data, _ := ctx.Value(decodedJSONKey{}).([]byte)
+	return data
+}
