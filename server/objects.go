@@ -80,7 +80,10 @@ func readObjectBody(r *http.Request, allowed ...string) ([]byte, string, []error
 			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
 		}
 		if data, err = json.Marshal(obj); err != nil {
-			return nil, "", nil, apierrors.NewInternalError(err)
+			// A RawExtension (a DeviceClass's opaque parameters) that
+			// is not JSON: bad input, though not refused as kube-apiserver
+			// refuses it (422 from validation, which kapi runs on JSON).
+			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: a field holds data that is not JSON: %v", err))
 		}
 	}
 	var strict []error

@@ -1,13 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
 
 // deviceClassWithParameters is a DeviceClass whose one opaque
@@ -80,5 +84,30 @@ func TestDeviceClassParametersMeasuredAsSent(t *testing.T) {
 	_ = json.Unmarshal([]byte(body), &got)
 	if code != http.StatusOK || got.Generation != 1 {
 		t.Errorf("the same parameters sent again: %d generation %d %.300s, want 200, generation 1", code, got.Generation, body)
+	}
+}
+
+// A protobuf body whose opaque parameters are not JSON is bad input: a
+// 400 Status, not the 500 of a failed re-encoding.
+func TestDeviceClassProtobufParametersNotJSON(t *testing.T) {
+	ts := newTestServer(t)
+	class := &resourcev1beta2.DeviceClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1beta2", Kind: "DeviceClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: "not-json"},
+		Spec: resourcev1beta2.DeviceClassSpec{Config: []resourcev1beta2.DeviceClassConfiguration{{
+			DeviceConfiguration: resourcev1beta2.DeviceConfiguration{Opaque: &resourcev1beta2.OpaqueDeviceConfiguration{
+				Driver: "dra.example.com", Parameters: runtime.RawExtension{Raw: []byte("not json")},
+			}},
+		}}},
+	}
+	var body bytes.Buffer
+	if err := protobuf.NewSerializer(nil, nil).Encode(class, &body); err != nil {
+		t.Fatal(err)
+	}
+	code, out := call(t, ts, http.MethodPost, deviceClasses, "application/vnd.kubernetes.protobuf", body.String())
+	var st metav1.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != http.StatusBadRequest || st.Reason != metav1.StatusReasonBadRequest ||
+		!strings.Contains(st.Message, "not JSON") {
+		t.Errorf("protobuf parameters that are not JSON: %d %.400s, want a 400 BadRequest Status", code, out)
 	}
 }
