@@ -298,17 +298,11 @@ func (c *crdController) sync(ctx context.Context, name string, writes bool) erro
 		c.enqueue(name)
 		return nil
 	}
-	// Discovery lists it as the write stores it Established, not after:
-	// a client that reads the CRD as Established finds its resource in
-	// discovery (kube-apiserver's discovery controller lags its informer
-	// by a moment; clients that wait for Established then look it up
-	// would race it). Undone if the write does not land.
-	if serve {
-		c.setEstablished(name, apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established))
-	}
 	written, err := c.writeStatus(ctx, res, updated)
-	if serve && (err != nil || !written) {
-		c.setEstablished(name, apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established))
+	if err == nil && written && serve {
+		// Stored as Established: discovery lists it from now on (the
+		// sync the write's event brings would too, a moment later).
+		c.setEstablished(name, apihelpers.IsCRDConditionTrue(updated, apiextensionsv1.Established))
 	}
 	return err
 }
