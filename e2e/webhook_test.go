@@ -2015,3 +2015,130 @@ func TestWebhookPatchedDeviceClassParameters(t *testing.T) {
 		t.Errorf("the webhook did not patch the class: %s", r.Body)
 	}
 }
+
+// A mutating webhook's patch of a built-in kind's apiVersion or kind is
+// decoded as kube-apiserver's dispatcher decodes it (mutating
+// callAttrMutatingHook): the JSON serializer of its scheme, into the Go
+// type of the webhook's version, fills in what the patch removed from the
+// object's kind (accepted, as a body that leaves them out); a kind or
+// version the scheme does not know is the serializer's error as an
+// InternalError; a garbage apiVersion too; and a kind the scheme knows but
+// is not the request's decodes and then fails its conversion to the
+// internal version (a 500 that is no Status of kube's). kapi decoded the
+// patch as unstructured: a 500 "Object 'Kind' is missing" for a removed
+// kind, "/, Kind=DeviceClass cannot be converted" for a removed
+// apiVersion, and "no served kind" for an unknown kind.
+func TestWebhookPatchedBuiltinTypeMeta(t *testing.T) {
+	t.Parallel()
+	hs := startHookServer(t, "localhost")
+	// A label value holds no "/": the webhook reads "_" as one.
+	hs.handle("/typemeta", func(c *hookCall) *admissionv1.AdmissionResponse {
+		labels := c.obj().GetLabels()
+		to := strings.ReplaceAll(labels["to"], "_", "/")
+		var ops []map[string]interface{}
+		switch labels["case"] {
+		case "":
+			return nil
+		case "strip":
+			ops = []map[string]interface{}{{"op": "remove", "path": "/apiVersion"}, {"op": "remove", "path": "/kind"}}
+		case "no-kind":
+			ops = []map[string]interface{}{{"op": "remove", "path": "/kind"}}
+		case "no-apiversion":
+			ops = []map[string]interface{}{{"op": "remove", "path": "/apiVersion"}}
+		case "version":
+			ops = []map[string]interface{}{{"op": "replace", "path": "/apiVersion", "value": to}}
+		case "kind":
+			ops = []map[string]interface{}{{"op": "replace", "path": "/kind", "value": labels["kind"]}}
+		case "retype":
+			ops = []map[string]interface{}{{"op": "replace", "path": "/apiVersion", "value": to}, {"op": "replace", "path": "/kind", "value": labels["kind"]}}
+		}
+		if _, done := labels["patched"]; !done {
+			ops = append(ops, map[string]interface{}{"op": "add", "path": "/metadata/labels/patched", "value": "yes"})
+		}
+		return patchResponse(ops)
+	})
+	k := startMemKapi(t)
+	createMWC(t, k, hs, "typemeta",
+		mhook("typemeta.example.com", hs.clientConfig("/typemeta"),
+			deviceClassRule(opCreate, opUpdate),
+			rule("", "v1", "namespaces", opCreate),
+			rule("apiextensions.k8s.io", "v1", "customresourcedefinitions", opCreate)))
+	classes := collectionPath(gvrDevClasses)
+	class := func(name string, labels ...string) []byte {
+		m := map[string]string{}
+		for i := 0; i+1 < len(labels); i += 2 {
+			m[labels[i]] = strings.ReplaceAll(labels[i+1], "/", "_")
+		}
+		return deviceClassJSON(name, m)
+	}
+	expectStored := func(r httpResult, code int, path string) {
+		t.Helper()
+		mustCode(t, path, r, code)
+		if r.Code != code {
+			return
+		}
+		got := decodeObj(t, r)
+		if got.GetAPIVersion() != "resource.k8s.io/v1beta2" || got.GetKind() != "DeviceClass" || got.GetLabels()["patched"] != "yes" {
+			t.Errorf("%s answered as %s %s labels %v, want resource.k8s.io/v1beta2 DeviceClass patched", path, got.GetAPIVersion(), got.GetKind(), got.GetLabels())
+		}
+		r = k.do(t, "GET", path, nil)
+		mustCode(t, "GET "+path, r, http.StatusOK)
+		if got := decodeObj(t, r); got.GetLabels()["patched"] != "yes" {
+			t.Errorf("%s stored with labels %v, want patched", path, got.GetLabels())
+		}
+	}
+
+	// (a) What the patch leaves out of the object's kind is the webhook's
+	// version's, on create and on update.
+	for _, kase := range []string{"strip", "no-kind", "no-apiversion"} {
+		name := "c-" + kase
+		expectStored(k.do(t, "POST", classes, class(name, "case", kase)), http.StatusCreated, deviceClassPath(name))
+	}
+	mustCode(t, "create c-plain", k.do(t, "POST", classes, class("c-plain")), http.StatusCreated)
+	r := k.do(t, "PATCH", deviceClassPath("c-plain"), []byte(`{"metadata":{"labels":{"case":"strip"}}}`), "Content-Type: application/merge-patch+json")
+	expectStored(r, http.StatusOK, deviceClassPath("c-plain"))
+	// The version the webhook saw, said again.
+	expectStored(k.do(t, "POST", classes, class("c-same", "case", "version", "to", "resource.k8s.io/v1beta2")), http.StatusCreated, deviceClassPath("c-same"))
+
+	// A namespace and a CRD alike.
+	r = k.do(t, "POST", collectionPath(gvrNamespaces), []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns-strip","labels":{"case":"strip"}}}`))
+	mustCode(t, "create ns-strip", r, http.StatusCreated)
+	if got := decodeObj(t, r); got.GetAPIVersion() != "v1" || got.GetKind() != "Namespace" || got.GetLabels()["patched"] != "yes" {
+		t.Errorf("ns-strip answered as %s %s labels %v", got.GetAPIVersion(), got.GetKind(), got.GetLabels())
+	}
+	crd := strings.Replace(gearCRDYAML, "  name: gears.hooks.example.com\n", "  name: gears.hooks.example.com\n  labels:\n    case: strip\n", 1)
+	r = k.do(t, "POST", collectionPath(gvrCRDs), []byte(crd), "Content-Type: application/yaml")
+	mustCode(t, "create CRD with case strip", r, http.StatusCreated)
+	if r.Code == http.StatusCreated {
+		if got := decodeObj(t, r); got.GetAPIVersion() != "apiextensions.k8s.io/v1" || got.GetKind() != "CustomResourceDefinition" || got.GetLabels()["patched"] != "yes" {
+			t.Errorf("CRD answered as %s %s labels %v", got.GetAPIVersion(), got.GetKind(), got.GetLabels())
+		}
+	}
+
+	// (c) A kind or version kube's scheme does not know, a garbage
+	// apiVersion: the decoder's error, as an InternalError; a kind it
+	// knows that is not the request's: the conversion's error.
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		reason metav1.StatusReason
+		msg    string
+	}{
+		{"e-kind", []string{"case", "kind", "kind", "Other"}, metav1.StatusReasonInternalError,
+			`Internal error occurred: no kind "Other" is registered for version "resource.k8s.io/v1beta2" in scheme "pkg/api/legacyscheme/scheme.go:30"`},
+		{"e-version", []string{"case", "version", "to", "resource.k8s.io/v9"}, metav1.StatusReasonInternalError,
+			`Internal error occurred: no kind "DeviceClass" is registered for version "resource.k8s.io/v9" in scheme "pkg/api/legacyscheme/scheme.go:30"`},
+		{"e-group", []string{"case", "version", "to", "other.example.com/v1"}, metav1.StatusReasonInternalError,
+			`Internal error occurred: no kind "DeviceClass" is registered for version "other.example.com/v1" in scheme "pkg/api/legacyscheme/scheme.go:30"`},
+		{"e-garbage", []string{"case", "version", "to", "a/b/c"}, metav1.StatusReasonInternalError,
+			`Internal error occurred: unexpected GroupVersion string: a/b/c`},
+		{"e-configmap", []string{"case", "retype", "to", "v1", "kind", "ConfigMap"}, "",
+			`converting (v1.ConfigMap) to (resource.DeviceClass): unknown conversion`},
+	} {
+		r := k.do(t, "POST", classes, class(tc.name, tc.labels...))
+		if st := expectStatus(t, r, http.StatusInternalServerError, tc.reason); st.Message != tc.msg {
+			t.Errorf("%s: message %q, want %q", tc.name, st.Message, tc.msg)
+		}
+		mustCode(t, "GET "+tc.name, k.do(t, "GET", deviceClassPath(tc.name), nil), http.StatusNotFound)
+	}
+}

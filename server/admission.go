@@ -415,9 +415,27 @@ func (s *Server) mutate(ctx context.Context, attr admission.Attributes) error {
 			return err
 		}
 	}
-	// Wrapped as kube-apiserver wraps its mutating admission: managedFields
-	// a webhook leaves invalid are put back as they were, with a warning.
-	return s.mutating.Admit(ctx, attr, s.objectInterfaces(attr))
+	// s.mutating is wrapped as kube-apiserver wraps its mutating
+	// admission: managedFields a webhook leaves invalid are put back as
+	// they were, with a warning.
+	o := s.objectInterfaces(attr)
+	if o.res == nil || !s.webhooks.HasMutating() {
+		return s.mutating.Admit(ctx, attr, o)
+	}
+	if as, ok := o.res.Strategy.(registry.AdmissionScheme); ok {
+		// A built-in kind's objects are the Go types of kube's scheme
+		// under its mutating admission, as kube hands them over: the
+		// dispatcher decodes a webhook's patch with that scheme into the
+		// type of the webhook's version.
+		scheme, name := as.AdmissionScheme()
+		if ta, ok := typedAttributesOf(attr, scheme); ok {
+			if err := s.mutating.Admit(ctx, ta.record, typedObjectInterfaces{objectInterfaces: o, scheme: scheme, name: name}); err != nil {
+				return err
+			}
+			return ta.writeBack()
+		}
+	}
+	return s.mutating.Admit(ctx, attr, o)
 }
 
 // storedNamespace reads a namespace from the store, for admission's

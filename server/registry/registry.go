@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -167,6 +168,19 @@ type Defaulter interface {
 type AdmissionConverter interface {
 	// ConvertForAdmission converts obj to version in place.
 	ConvertForAdmission(obj *unstructured.Unstructured, version string) error
+}
+
+// AdmissionScheme is implemented by the strategies of built-in kinds: the
+// objects of their requests reach the mutating webhooks as the Go types of
+// kube-apiserver's scheme, as kube's request scope hands them over, so that
+// a webhook's patch is decoded by that scheme's JSON serializer into the
+// type of the webhook's version (what it leaves out of the object's
+// apiVersion and kind is that version's), and a kind or version the scheme
+// does not know is the serializer's error.
+type AdmissionScheme interface {
+	// AdmissionScheme returns the scheme kube-apiserver serves the kind
+	// with and the name its errors give it.
+	AdmissionScheme() (scheme *runtime.Scheme, name string)
 }
 
 // StorageCoercer is implemented by the strategies of kinds whose storage
