@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	apihelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kapi-dev/kapi/storage"
 )
@@ -222,5 +225,27 @@ func TestCRDInstanceDeletionCheck(t *testing.T) {
 			t.Fatalf("no InstanceDeletionCheck 2 minutes after the deletion: %s", o.Data)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A v1 CRD with spec.preserveUnknownFields true is refused as kube-apiserver
+// refuses it (apiextensions' validation: set it in the schema instead);
+// kapi's conversion to the internal type and back lost the field, so it
+// created the CRD without it.
+func TestCRDPreserveUnknownFieldsTrueRefused(t *testing.T) {
+	ts := newTestServer(t)
+	crd := strings.Replace(gvCRD("a.example.com", "first"), `"spec":{"group"`, `"spec":{"preserveUnknownFields":true,"group"`, 1)
+	code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", crd)
+	var st metav1.Status
+	_ = json.Unmarshal([]byte(body), &st)
+	want := []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.preserveUnknownFields",
+		Message: "Invalid value: true: cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"}}
+	if code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid || st.Details == nil || !reflect.DeepEqual(st.Details.Causes, want) {
+		t.Errorf("create with preserveUnknownFields true: %d %s, want 422 with %v", code, body, want)
+	}
+	// false is the default, and accepted.
+	crd = strings.Replace(gvCRD("b.example.com", "first"), `"spec":{"group"`, `"spec":{"preserveUnknownFields":false,"group"`, 1)
+	if code, body := call(t, ts, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", crd); code != http.StatusCreated {
+		t.Errorf("create with preserveUnknownFields false: %d %s", code, body)
 	}
 }

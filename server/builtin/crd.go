@@ -44,11 +44,16 @@ func toInternalCRD(in *apiextensionsv1.CustomResourceDefinition) *apiextensions.
 	return out
 }
 
+// fromInternalCRD sets out from in. It converts into a new object: in,
+// converted from out, may point into out's fields (the conversion of a
+// bool to a *bool, spec.preserveUnknownFields, takes its address), which
+// clearing out first would change.
 func fromInternalCRD(in *apiextensions.CustomResourceDefinition, out *apiextensionsv1.CustomResourceDefinition) {
-	*out = apiextensionsv1.CustomResourceDefinition{}
-	if err := apiextensionsScheme.Convert(in, out, nil); err != nil {
+	converted := &apiextensionsv1.CustomResourceDefinition{}
+	if err := apiextensionsScheme.Convert(in, converted, nil); err != nil {
 		panic(fmt.Sprintf("builtin: convert CRD from internal: %v", err))
 	}
+	*out = *converted
 }
 
 func crdResource() *registry.Resource {
