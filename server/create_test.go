@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -201,5 +202,32 @@ func TestDeleteAsKubeStoragesAnswer(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(body), &crd); code != http.StatusOK || err != nil || strings.Join(crd.Metadata.Finalizers, ",") != "customresourcecleanup.apiextensions.k8s.io" {
 		t.Errorf("a CRD's first DELETE with Foreground propagation: %d %v, finalizers %v, want the cleanup finalizer alone", code, err, crd.Metadata.Finalizers)
+	}
+}
+
+// A create's resourceVersion is refused only when kube-apiserver's storage
+// reads it as a revision (a number other than 0); any other it clears, and
+// the object is stored with a new one (kube's field validation integration
+// test creates custom resources whose resourceVersion is "%!s(MISSING)").
+func TestCreateWithResourceVersionNotARevision(t *testing.T) {
+	ts := newTestServer(t)
+	for _, rv := range []string{"0", "%!s(MISSING)", "-1", "abc", "18446744073709551616"} {
+		name := fmt.Sprintf("rv-%d", len(rv))
+		code, body := call(t, ts, http.MethodPost, nsPath, "application/json", fmt.Sprintf(`{"metadata":{"name":%q,"resourceVersion":%q}}`, name, rv))
+		var got metav1.ObjectMeta
+		var obj struct{ Metadata *metav1.ObjectMeta }
+		obj.Metadata = &got
+		_ = json.Unmarshal([]byte(body), &obj)
+		if code != http.StatusCreated || got.ResourceVersion == rv || got.ResourceVersion == "" {
+			t.Errorf("create with resourceVersion %q: %d %s, want 201 with a new resourceVersion", rv, code, body)
+			continue
+		}
+		if code, body := call(t, ts, http.MethodGet, nsPath+"/"+name, "", ""); code != http.StatusOK || !strings.Contains(body, `"resourceVersion":"`+got.ResourceVersion+`"`) {
+			t.Errorf("get after create with resourceVersion %q: %d %s", rv, code, body)
+		}
+	}
+	code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"rv-rev","resourceVersion":"7"}}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, "resourceVersion should not be set on objects to be created") {
+		t.Errorf("create with resourceVersion 7: %d %s, want 400", code, body)
 	}
 }

@@ -700,11 +700,15 @@ func (s *Server) admitAndStore(ctx context.Context, req *resourceRequest, obj *u
 		return nil, err
 	}
 	key := storageKey(res, obj.GetNamespace(), obj.GetName())
-	if !dryRun && obj.GetResourceVersion() != "" {
-		// kube-apiserver's storage refuses it, after admission (its
-		// dry run does not): a client re-creating an object it read.
-		// Its answer is a 500 with this message; bad input is a 400 here.
-		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	if rv := obj.GetResourceVersion(); !dryRun && rv != "" {
+		// kube-apiserver's storage refuses a resourceVersion it reads as
+		// a revision (a number other than 0), after admission (its dry
+		// run does not): a client re-creating an object it read. Its
+		// answer is a 500 with this message; bad input is a 400 here.
+		// Any other (0, or not a number) it clears and stores the object.
+		if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n != 0 {
+			return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+		}
 	}
 	if dryRun {
 		if _, err := s.store.Get(ctx, key); err == nil {
