@@ -2262,3 +2262,108 @@ func TestCustomResourceDefinitionDeleteCollection(t *testing.T) {
 		t.Errorf("the CRD without the label: %v, want it kept", err)
 	}
 }
+
+// fieldValidation on custom resources as kube's field validation
+// integration test checks it: a YAML body's duplicate keys come first (one
+// warning a line under Warn), then the unknown fields of metadata, those
+// pruned (none under x-kubernetes-preserve-unknown-fields, but still in a
+// typed list item below it), then those of an embedded object's metadata;
+// a create whose resourceVersion is not a revision is stored.
+func TestCustomResourceFieldValidationYAMLEmbedded(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createCRD(t, k, crdFromYAML(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: probes.fv.example.com
+spec:
+  group: fv.example.com
+  scope: Cluster
+  names: {plural: probes, singular: probe, kind: Probe}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+            properties:
+              size: {type: string}
+              items:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [key]
+                items:
+                  type: object
+                  required: [key]
+                  properties:
+                    key: {type: string}
+                    count: {type: integer}
+              inner:
+                type: object
+                x-kubernetes-embedded-resource: true
+                properties:
+                  metadata: {type: object}
+`))
+	path := "/apis/fv.example.com/v1/probes"
+	// A resourceVersion that is not a number is dropped, as kube's storage
+	// drops it.
+	r := k.do(t, "POST", path, []byte(`{"apiVersion":"fv.example.com/v1","kind":"Probe","metadata":{"name":"p","resourceVersion":"not-a-number"},"spec":{"size":"s"}}`))
+	if r.Code != http.StatusCreated {
+		t.Fatalf("create with a resourceVersion that is not a revision: %d %s", r.Code, r.Body)
+	}
+	var created unstructured.Unstructured
+	if err := created.UnmarshalJSON(r.Body); err != nil || rvInt(t, created.GetResourceVersion()) <= 0 {
+		t.Fatalf("created: %v %s", err, r.Body)
+	}
+	body := `apiVersion: fv.example.com/v1
+kind: Probe
+metadata:
+  name: p
+  name: p
+  resourceVersion: "` + created.GetResourceVersion() + `"
+  colour: blue
+spec:
+  size: s
+  size: m
+  other: kept
+  items:
+  - key: a
+    count: 1
+    count: 2
+    weight: 3
+  inner:
+    apiVersion: v1
+    kind: Thing
+    metadata:
+      name: x
+      owner: y
+`
+	lines := []string{`line 5: key "name" already set in map`, `line 10: key "size" already set in map`, `line 15: key "count" already set in map`}
+	unknown := []string{`unknown field "metadata.colour"`, `unknown field "spec.items[0].weight"`, `unknown field "spec.inner.metadata.owner"`}
+	r = k.do(t, "PUT", path+"/p?fieldValidation=Strict", []byte(body), "Content-Type: application/yaml")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	if got, want := r.Status(t).Message, "Probe in version \"v1\" cannot be handled as a Probe: strict decoding error: yaml: unmarshal errors:\n  "+
+		strings.Join(lines, "\n  ")+", "+strings.Join(unknown, ", "); got != want {
+		t.Errorf("Strict PUT:\n got  %q\n want %q", got, want)
+	}
+	r = k.do(t, "PUT", path+"/p", []byte(body), "Content-Type: application/yaml")
+	if r.Code != http.StatusOK {
+		t.Fatalf("PUT: %d %s", r.Code, r.Body)
+	}
+	if got, want := warnings(t, r.Header), append(lines, unknown...); !reflect.DeepEqual(got, want) {
+		t.Errorf("PUT warnings:\n got  %q\n want %q", got, want)
+	}
+	var updated unstructured.Unstructured
+	if err := updated.UnmarshalJSON(r.Body); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]interface{}{"size": "m", "other": "kept", "items": []interface{}{map[string]interface{}{"key": "a", "count": int64(2)}},
+		"inner": map[string]interface{}{"apiVersion": "v1", "kind": "Thing", "metadata": map[string]interface{}{"name": "x"}}}; !reflect.DeepEqual(updated.Object["spec"], want) {
+		t.Errorf("spec %v, want %v", updated.Object["spec"], want)
+	}
+}
