@@ -655,3 +655,76 @@ func TestDiscoveryListsOnlyEstablishedCRDs(t *testing.T) {
 		}
 	}
 }
+
+// A CRD in a group of built-in kinds, as kube's integration tests make
+// them (discovery's CRDBuiltinOverlapPrecence, controlplane's
+// TestCRDShadowGroup): in a group version kube-apiserver serves built-in
+// kinds in, the built-in handler alone answers, so the CRD's resource is
+// in neither discovery of it and its requests there are the built-in
+// router's 404; the CRD's other versions are listed at the priority of
+// the API services kube registers for CRDs (100, above the built-in
+// versions').
+func TestDiscoveryCRDInBuiltinGroup(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	const aggregatedV2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+	bars := newCRD("bars", "apiextensions.k8s.io")
+	bars.Annotations = map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes/kubernetes/fake"}
+	schema := bars.Spec.Versions[0].Schema
+	bars.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{
+		{Name: "v1", Served: true, Storage: true, Schema: schema},
+		{Name: "v2", Served: true, Schema: schema},
+		{Name: "vfake", Served: true, Schema: schema},
+	}
+	createCRD(t, k, bars)
+	shadow := newCRD("foos", "admissionregistration.k8s.io")
+	shadow.Annotations = bars.Annotations
+	shadow.Spec.Scope = apiextensionsv1.ClusterScoped
+	createCRD(t, k, shadow)
+
+	var ext metav1.APIGroup
+	waitFor(t, "apiextensions.k8s.io/vfake in discovery", func() bool {
+		decodeInto(t, k.do(t, "GET", "/apis/apiextensions.k8s.io", nil), &ext)
+		return len(ext.Versions) == 3
+	})
+	if got := strings.Join(groupVersions(ext), ","); got != "apiextensions.k8s.io/v2,apiextensions.k8s.io/vfake,apiextensions.k8s.io/v1" || ext.PreferredVersion.Version != "v2" {
+		t.Errorf("/apis/apiextensions.k8s.io: versions %s preferred %s, want v2, vfake, v1 preferred v2", got, ext.PreferredVersion.Version)
+	}
+	var aggregated apidiscoveryv2.APIGroupDiscoveryList
+	decodeInto(t, k.do(t, "GET", "/apis", nil, "Accept: "+aggregatedV2), &aggregated)
+	for _, g := range aggregated.Items {
+		var versions []string
+		for _, v := range g.Versions {
+			versions = append(versions, v.Version)
+			for _, res := range v.Resources {
+				shadowed := (g.Name == "apiextensions.k8s.io" && v.Version == "v1" && res.Resource == "bars") ||
+					(g.Name == "admissionregistration.k8s.io" && res.Resource == "foos")
+				if shadowed {
+					t.Errorf("aggregated discovery lists %s in %s/%s, served by built-in kinds", res.Resource, g.Name, v.Version)
+				}
+			}
+			if g.Name == "apiextensions.k8s.io" && v.Version == "vfake" && (len(v.Resources) != 1 || v.Resources[0].Resource != "bars") {
+				t.Errorf("aggregated apiextensions.k8s.io/vfake: %+v, want bars", v.Resources)
+			}
+		}
+		if g.Name == "apiextensions.k8s.io" && strings.Join(versions, ",") != "v2,vfake,v1" {
+			t.Errorf("aggregated apiextensions.k8s.io versions %v, want v2, vfake, v1", versions)
+		}
+	}
+	for path, shadowed := range map[string]string{"/apis/apiextensions.k8s.io/v1": "bars", "/apis/admissionregistration.k8s.io/v1": "foos"} {
+		var l metav1.APIResourceList
+		decodeInto(t, k.do(t, "GET", path, nil), &l)
+		if findResource(&l, shadowed) != nil || len(l.APIResources) == 0 {
+			t.Errorf("%s lists %s, or nothing: %+v", path, shadowed, l.APIResources)
+		}
+	}
+	expectStatus(t, k.do(t, "GET", "/apis/apiextensions.k8s.io/v1/namespaces/default/bars", nil), http.StatusNotFound, metav1.StatusReasonNotFound)
+	expectStatus(t, k.do(t, "GET", "/apis/admissionregistration.k8s.io/v1/foos", nil), http.StatusNotFound, metav1.StatusReasonNotFound)
+	if r := k.do(t, "GET", "/apis/apiextensions.k8s.io/vfake/namespaces/default/bars", nil); r.Code != http.StatusOK {
+		t.Errorf("bars at vfake: %d %s", r.Code, r.Body)
+	}
+	if _, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctxT(t), metav1.ListOptions{}); err != nil {
+		t.Errorf("the built-in kinds beside the shadowed CRD: %v", err)
+	}
+}

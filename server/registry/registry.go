@@ -395,6 +395,9 @@ type Registry struct {
 	// retired holds, per served resource someone waits on, the channel
 	// closed when it stops being served (replaced or removed).
 	retired map[*Resource]chan struct{}
+	// builtin counts, per group version, the built-in resources served
+	// in it.
+	builtin map[schema.GroupVersion]int
 }
 
 // Generation changes whenever a resource is added or removed.
@@ -406,7 +409,31 @@ func (g *Registry) Generation() int64 {
 
 // New returns an empty Registry.
 func New() *Registry {
-	return &Registry{resources: map[schema.GroupResource]*Resource{}}
+	return &Registry{resources: map[schema.GroupResource]*Resource{}, builtin: map[schema.GroupVersion]int{}}
+}
+
+// countBuiltinLocked adds n to the count of built-in resources of every
+// version r serves, if r is built-in.
+func (g *Registry) countBuiltinLocked(r *Resource, n int) {
+	if r.Custom {
+		return
+	}
+	for _, v := range r.Versions {
+		gv := schema.GroupVersion{Group: r.Group, Version: v}
+		g.builtin[gv] += n
+		if g.builtin[gv] == 0 {
+			delete(g.builtin, gv)
+		}
+	}
+}
+
+// shadowedLocked is true when r is a custom resource in a group version
+// kapi serves built-in kinds in. kube-apiserver serves such a group
+// version with its built-in handler alone: the CRD's resource is not in
+// its discovery (legacy nor aggregated), and its requests there find
+// nothing (404), though the CRD stays Established.
+func (g *Registry) shadowedLocked(r *Resource, version string) bool {
+	return r.Custom && g.builtin[schema.GroupVersion{Group: r.Group, Version: version}] > 0
 }
 
 // Add registers r, replacing a resource with the same group and plural.
@@ -414,10 +441,14 @@ func (g *Registry) Add(r *Resource) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gr := r.GroupResource()
-	if old, ok := g.resources[gr]; ok && old != r {
-		g.retireLocked(old)
+	if old, ok := g.resources[gr]; ok {
+		if old != r {
+			g.retireLocked(old)
+		}
+		g.countBuiltinLocked(old, -1)
 	}
 	g.resources[gr] = r
+	g.countBuiltinLocked(r, 1)
 	g.generation++
 }
 
@@ -427,6 +458,7 @@ func (g *Registry) Remove(gr schema.GroupResource) {
 	defer g.mu.Unlock()
 	if old, ok := g.resources[gr]; ok {
 		g.retireLocked(old)
+		g.countBuiltinLocked(old, -1)
 	}
 	delete(g.resources, gr)
 	g.generation++
@@ -519,12 +551,13 @@ func (g *Registry) retireLocked(r *Resource) {
 	}
 }
 
-// Get returns the resource group/plural if it is served in version.
+// Get returns the resource group/plural if it is served in version (a
+// custom resource in a group version of built-in kinds is not).
 func (g *Registry) Get(group, version, plural string) (*Resource, bool) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	r, ok := g.resources[schema.GroupResource{Group: group, Resource: plural}]
-	if !ok || !r.Serves(version) {
+	if !ok || !r.Serves(version) || g.shadowedLocked(r, version) {
 		return nil, false
 	}
 	return r, true
@@ -533,9 +566,11 @@ func (g *Registry) Get(group, version, plural string) (*Resource, bool) {
 // GroupVersions returns every group discovery lists with its served versions (an
 // Unestablished resource counts for none), in
 // kube-apiserver's discovery order: groups by priority (groupPriority),
-// then by name; in a group, the versions a CRD serves first, then
-// kube-aware version order (preferred first). A group none of whose
-// resources serves a version is left out.
+// then by name; in a group, the versions only CRDs serve first (kube
+// registers their API services at version priority 100, above the
+// built-in ones, and a CRD's version a built-in kind is served in keeps
+// the built-in API service), then kube-aware version order (preferred
+// first). A group none of whose resources serves a version is left out.
 func (g *Registry) GroupVersions() []GroupVersions {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
@@ -556,7 +591,7 @@ func (g *Registry) GroupVersions() []GroupVersions {
 			if !slices.Contains(gv.Versions, v) {
 				gv.Versions = append(gv.Versions, v)
 			}
-			if r.Custom {
+			if r.Custom && !g.shadowedLocked(r, v) {
 				custom[schema.GroupVersion{Group: r.Group, Version: v}] = true
 			}
 		}
@@ -605,13 +640,14 @@ type GroupVersions struct {
 }
 
 // Resources returns the resources discovery lists in group/version (an
-// Unestablished one is left out), sorted by plural.
+// Unestablished one is left out, and a custom resource shadowed by the
+// built-in kinds of the group version), sorted by plural.
 func (g *Registry) Resources(group, version string) []*Resource {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	var out []*Resource
 	for _, r := range g.sortedLocked() {
-		if r.Group == group && r.Serves(version) && !r.Unestablished {
+		if r.Group == group && r.Serves(version) && !r.Unestablished && !g.shadowedLocked(r, version) {
 			out = append(out, r)
 		}
 	}
