@@ -206,25 +206,27 @@ func marshalDocument(doc any) (document, error) {
 func hashOf(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) }
 
 // serveOpenAPIV3Root answers /openapi/v3: the paths of every group version
-// with the hash clients cache them by.
+// with the hash clients cache them by. As kube-apiserver's aggregator
+// serves it (its OpenAPI v3 spec proxier's discovery handler): with no
+// ETag and the time of the request as Last-Modified, through
+// http.ServeContent, which names the JSON text/plain as it sniffs it; the
+// documents it points to carry the hashes and ETags.
 func (s *Server) serveOpenAPIV3Root(w http.ResponseWriter, r *http.Request) {
-	docs, built, err := s.gvDocuments()
+	docs, _, err := s.gvDocuments()
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	paths := map[string]any{}
+	root := handler3.OpenAPIV3Discovery{Paths: make(map[string]handler3.OpenAPIV3DiscoveryGroupVersion, len(docs))}
 	for p, doc := range docs {
-		paths[p] = map[string]string{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + doc.hash}
+		root.Paths[p] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: "/openapi/v3/" + p + "?hash=" + doc.hash}
 	}
-	data, err := json.Marshal(map[string]any{"paths": paths})
+	data, err := json.Marshal(&root)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	// As kube-apiserver serves the index: with an ETag, and 304 to a
-	// request that still holds.
-	serveDocument(w, r, newDocument(data), built)
+	http.ServeContent(w, r, "/openapi/v3", time.Now(), bytes.NewReader(data))
 }
 
 // The media types of the OpenAPI documents, as kube-openapi names them:
@@ -272,7 +274,9 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, ok := docs[want]
 	if !ok {
-		writeError(w, r, notFoundPath(r))
+		// As kube-apiserver's aggregator answers a group version no
+		// API service lists: a bare 404, no body.
+		w.WriteHeader(http.StatusNotFound)
 		return
 	}
 	w.Header().Add("Vary", "Accept")
