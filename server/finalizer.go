@@ -96,6 +96,15 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		if fins, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers"); len(fins) == 0 {
 			return true, nil
 		}
+		// Creates into it are refused once admission's namespace cache,
+		// which its store events feed a moment after they commit, holds
+		// it as Terminating; until then a create may still be admitted.
+		// A create is noted as pending before it looks the namespace up,
+		// so that from then on, every create admitted is among those
+		// pending.
+		if !f.awaitNamespaceInactive(ctx, name) {
+			return false, nil
+		}
 		// A create admitted before the namespace turned Terminating may
 		// still be on its way to the store: wait for it (kube's controller
 		// waits a grace period for such last-minute creates).
@@ -205,6 +214,19 @@ func (f *finalizer) finalize(ctx context.Context, res *registry.Resource, name s
 		return !remaining && len(crd.Finalizers) == 0, nil
 	}
 	return true, nil // no other kind is finalized here
+}
+
+// awaitNamespaceInactive waits a moment for admission's namespace cache
+// to stop holding namespace name as Active; false if it still does (the
+// queue tries again later).
+func (f *finalizer) awaitNamespaceInactive(ctx context.Context, name string) bool {
+	for deadline := time.Now().Add(200 * time.Millisecond); f.s.webhooks.ActiveNamespace(name); {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
 }
 
 // namespaceWrite updates namespace name through its subresource (status or
