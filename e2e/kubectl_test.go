@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -461,5 +462,138 @@ func TestKubectlLabelAnnotate(t *testing.T) {
 	d := getJSON(t, k, "deviceclasses", "gpu.example.com")
 	if d.GetLabels()["vendor"] != "example" || d.GetAnnotations()["owner"] != "me" || d.GetGeneration() != 1 {
 		t.Errorf("deviceclass after label/annotate: labels %v annotations %v generation %d", d.GetLabels(), d.GetAnnotations(), d.GetGeneration())
+	}
+}
+
+// kubectlValidationSchema is kube's kubectl e2e schemaFoo
+// (test/e2e/kubectl/kubectl.go), the schema of its "Kubectl validation"
+// cases; kubectlEmbeddedSchema is its schemaFooEmbedded.
+const kubectlValidationSchema = `
+type: object
+description: Foo CRD for Testing
+properties:
+  spec:
+    type: object
+    description: Specification of Foo
+    properties:
+      bars:
+        description: List of Bars and their specs.
+        type: array
+        items:
+          type: object
+          required: [name]
+          properties:
+            name: {description: Name of Bar., type: string}
+            age: {description: Age of Bar., type: string}
+            bazs: {description: List of Bazs., items: {type: string}, type: array}
+  status:
+    description: Status of Foo
+    type: object
+    properties:
+      bars:
+        description: List of Bars and their statuses.
+        type: array
+        items:
+          type: object
+          properties:
+            name: {description: Name of Bar., type: string}
+            available: {description: Whether the Bar is installed., type: boolean}
+            quxType: {description: Indicates to external qux type., pattern: in-tree|out-of-tree, type: string}
+`
+
+const kubectlEmbeddedSchema = `
+type: object
+description: Foo CRD with an embedded resource
+properties:
+  spec:
+    type: object
+    properties:
+      template:
+        type: object
+        x-kubernetes-embedded-resource: true
+        properties:
+          metadata:
+            type: object
+            properties:
+              name: {type: string}
+          spec:
+            type: object
+  metadata:
+    type: object
+    properties:
+      name: {type: string}
+`
+
+// TestKubectlValidationCases replays the "Kubectl validation" cases of
+// kube's kubectl e2e tests: kubectl create and apply --validate=true of
+// custom resources against a CRD with no schema, with schemaFoo, with
+// schemaFoo preserving unknown fields at its root only, and with an
+// embedded resource whose unknown metadata fields are refused at both
+// levels.
+func TestKubectlValidationCases(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	crd := func(plural, schema string) string {
+		kind := "e2e-test-kubectl-" + plural + "-crd"
+		k.mustKubectl(t, "create", "-f", writeFile(t, plural+".yaml", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: e2e-test-kubectl-`+plural+`-crds.kubectl.example.com}
+spec:
+  group: kubectl.example.com
+  scope: Namespaced
+  names: {plural: e2e-test-kubectl-`+plural+`-crds, singular: `+kind+`, kind: `+kind+`, listKind: `+kind+`List}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:`+strings.ReplaceAll(schema, "\n", "\n        ")))
+		k.mustKubectl(t, "wait", "--for=condition=Established", "--timeout=10s", "crd/e2e-test-kubectl-"+plural+"-crds.kubectl.example.com")
+		return kind
+	}
+	meta := func(kind, name string) string {
+		return `"kind":"` + kind + `","apiVersion":"kubectl.example.com/v1","metadata":{"name":"` + name + `"}`
+	}
+	// createApply is kube's createApplyCustomResource.
+	createApply := func(kind, cr string) error {
+		plural := strings.TrimSuffix(kind, "-crd") + "-crds"
+		for _, verb := range []string{"create", "apply"} {
+			if _, errOut, err := k.kubectlIn(t, cr, verb, "--validate=true", "-f", "-"); err != nil {
+				return fmt.Errorf("%s: %v: %s", verb, err, errOut)
+			}
+			k.mustKubectl(t, "delete", plural, "test-cr")
+		}
+		return nil
+	}
+
+	noSchema := crd("a", "\ntype: object\nx-kubernetes-preserve-unknown-fields: true")
+	if err := createApply(noSchema, `{`+meta(noSchema, "test-cr")+`,"a":{"b":[{"c":"d"}]}}`); err != nil {
+		t.Errorf("CR with unknown fields, CRD without a schema: %v", err)
+	}
+
+	foo := crd("b", kubectlValidationSchema)
+	if err := createApply(foo, `{`+meta(foo, "test-cr")+`,"spec":{"bars":[{"name":"test-bar"}]}}`); err != nil {
+		t.Errorf("valid CR: %v", err)
+	}
+
+	partial := crd("c", kubectlValidationSchema+"x-kubernetes-preserve-unknown-fields: true\n")
+	err := createApply(partial, `{`+meta(partial, "test-cr")+`,"spec":{"bars":[{"name":"test-bar"}],"extraProperty":"arbitrary-value"}}`)
+	if err == nil || !strings.Contains(err.Error(), `unknown field "spec.extraProperty"`) {
+		t.Errorf("unknown field below a root that preserves unknown fields: %v", err)
+	}
+	if err := createApply(partial, `{`+meta(partial, "test-cr")+`,"spec":{"bars":[{"name":"test-bar"}]},"extraProperty":"arbitrary-value"}`); err != nil {
+		t.Errorf("unknown field at a root that preserves unknown fields: %v", err)
+	}
+
+	embedded := crd("d", kubectlEmbeddedSchema)
+	pattern := `{"kind":"` + embedded + `","apiVersion":"kubectl.example.com/v1","metadata":{%s"name":"%s"},
+  "spec":{"template":{"apiVersion":"foo/v1","kind":"Sub","metadata":{%s"name":"subobject","namespace":"default"}}}}`
+	_, errOut, err := k.kubectlIn(t, fmt.Sprintf(pattern, `"unknownMeta":"foo",`, "test-cr", ""), "create", "--validate=true", "-f", "-")
+	if err == nil || !strings.Contains(errOut, `unknown field "metadata.unknownMeta"`) || strings.Contains(errOut, `unknown field "metadata.namespace"`) {
+		t.Errorf("unknown root metadata field: err=%v stderr=%q", err, errOut)
+	}
+	_, errOut, err = k.kubectlIn(t, fmt.Sprintf(pattern, "", "test-cr-embedded", `"unknownMetaEmbedded":"bar",`), "create", "--validate=true", "-f", "-")
+	if err == nil || !strings.Contains(errOut, `unknown field "spec.template.metadata.unknownMetaEmbedded"`) || strings.Contains(errOut, `unknown field "spec.template.metadata.namespace"`) {
+		t.Errorf("unknown embedded metadata field: err=%v stderr=%q", err, errOut)
 	}
 }
