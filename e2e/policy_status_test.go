@@ -221,3 +221,47 @@ func TestPolicyTypeCheckingFollowsCRDSchema(t *testing.T) {
 		return err == nil && (cur.Status.TypeChecking == nil || len(cur.Status.TypeChecking.ExpressionWarnings) == 0) && cur.Status.ObservedGeneration == 1
 	})
 }
+
+// Every built-in kind kapi serves is typed for the type checker, as kube's
+// controller types them (its schema resolver holds k8s.io/api's and
+// apiextensions-apiserver's definitions; kube's integration test
+// TestBuiltinResolution resolves them all): a policy matching any of them
+// gets its mistyped expression's warning, naming the kind.
+func TestPolicyTypeCheckingBuiltinKinds(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	vaps := k.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	for i, c := range []struct{ group, version, resource, kind string }{
+		{"", "v1", "namespaces", "/v1, Kind=Namespace"},
+		{"apiextensions.k8s.io", "v1", "customresourcedefinitions", "apiextensions.k8s.io/v1, Kind=CustomResourceDefinition"},
+		{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "admissionregistration.k8s.io/v1, Kind=ValidatingWebhookConfiguration"},
+		{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1, Kind=MutatingWebhookConfiguration"},
+		{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "admissionregistration.k8s.io/v1, Kind=ValidatingAdmissionPolicy"},
+		{"admissionregistration.k8s.io", "v1beta1", "validatingadmissionpolicybindings", "admissionregistration.k8s.io/v1beta1, Kind=ValidatingAdmissionPolicyBinding"},
+		{"resource.k8s.io", "v1beta2", "deviceclasses", "resource.k8s.io/v1beta2, Kind=DeviceClass"},
+	} {
+		name := fmt.Sprintf("builtin-%d", i)
+		if _, err := vaps.Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{c.group}, APIVersions: []string{c.version}, Resources: []string{c.resource}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.creationTimestamp == 'x'"}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := settledPolicy(ctx, t, k, name)
+		want := c.kind + ": ERROR: <input>:1:35: found no matching overload for '_==_' applied to '(timestamp, string)'"
+		if p.Status.TypeChecking == nil || len(p.Status.TypeChecking.ExpressionWarnings) != 1 ||
+			p.Status.TypeChecking.ExpressionWarnings[0].FieldRef != "spec.validations[0].expression" ||
+			!strings.HasPrefix(p.Status.TypeChecking.ExpressionWarnings[0].Warning, want) {
+			t.Errorf("%s: typeChecking %s, want the warning %q", c.resource, fmtJSON(p.Status.TypeChecking), want)
+		}
+	}
+}
