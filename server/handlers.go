@@ -973,10 +973,11 @@ func (s *Server) updateObject(ctx context.Context, req *resourceRequest, dryRun,
 			}
 		} else {
 			res.Strategy.PrepareForUpdate(ctx, obj, old)
-			if res.Strategy.TracksGeneration() && res.Strategy.SpecChanged(obj, old) {
+			decoded := registry.WithDecodedJSON(ctx, req.decodedFrom)
+			if res.Strategy.TracksGeneration() && res.Strategy.SpecChanged(decoded, obj, old) {
 				obj.SetGeneration(old.GetGeneration() + 1)
 			}
-			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(registry.WithDecodedJSON(ctx, req.decodedFrom), obj, old)...); len(errs) > 0 {
+			if errs := append(commonMetaErrors(res, obj, old), res.Strategy.ValidateUpdate(decoded, obj, old)...); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(objectGroupKind(res, obj), obj.GetName(), errs)
 			}
 			if ws, ok := res.Strategy.(registry.WarningStrategy); ok {

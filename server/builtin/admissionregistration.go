@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
@@ -38,7 +39,8 @@ func mutatingWebhookConfigurationResource() *registry.Resource {
 		defaults:         v.SetDefaultsMutatingWebhookConfiguration,
 		validate:         v.ValidateMutatingWebhookConfiguration,
 		validateUpdate:   v.ValidateMutatingWebhookConfigurationUpdate,
-		specChanged:      func(obj, old *T) bool { return semanticChanged(obj.Webhooks, old.Webhooks) },
+		specChanged:      func(obj, old *T) bool { return !reflect.DeepEqual(obj.Webhooks, old.Webhooks) },
+		specAsDecoded:    true,
 	}
 	return &registry.Resource{
 		Group: admissionGroup, Versions: []string{"v1"}, StorageVersion: "v1",
@@ -64,7 +66,8 @@ func validatingWebhookConfigurationResource() *registry.Resource {
 		defaults:         v.SetDefaultsValidatingWebhookConfiguration,
 		validate:         v.ValidateValidatingWebhookConfiguration,
 		validateUpdate:   v.ValidateValidatingWebhookConfigurationUpdate,
-		specChanged:      func(obj, old *T) bool { return semanticChanged(obj.Webhooks, old.Webhooks) },
+		specChanged:      func(obj, old *T) bool { return !reflect.DeepEqual(obj.Webhooks, old.Webhooks) },
+		specAsDecoded:    true,
 	}
 	return &registry.Resource{
 		Group: admissionGroup, Versions: []string{"v1"}, StorageVersion: "v1",

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,12 +28,17 @@ type typed[T any] struct {
 	decode func(version string, body []byte) (*T, []error, error)
 	// convert rewrites a storage-version object for another version; nil
 	// when the versions share their fields.
-	defaults         func(*T)
-	prepareCreate    func(*T)
-	prepareUpdate    func(obj, old *T)
-	validate         func(*T) field.ErrorList
-	validateUpdate   func(obj, old *T) field.ErrorList
-	specChanged      func(obj, old *T) bool
+	defaults       func(*T)
+	prepareCreate  func(*T)
+	prepareUpdate  func(obj, old *T)
+	validate       func(*T) field.ErrorList
+	validateUpdate func(obj, old *T) field.ErrorList
+	specChanged    func(obj, old *T) bool
+	// specAsDecoded has specChanged compare the object as the request's
+	// JSON decodes (defaulted, its empty lists and maps as sent) rather
+	// than as it is stored, which drops them: kube-apiserver's strategy
+	// compares the object it decoded with the stored one.
+	specAsDecoded    bool
 	unconditional    bool
 	tracksGeneration bool
 
@@ -199,11 +205,48 @@ func (s *typed[T]) asDecoded(ctx context.Context, u *unstructured.Unstructured) 
 func (s *typed[T]) AllowUnconditionalUpdate() bool { return s.unconditional }
 func (s *typed[T]) TracksGeneration() bool         { return s.tracksGeneration }
 
-func (s *typed[T]) SpecChanged(u, old *unstructured.Unstructured) bool {
+func (s *typed[T]) SpecChanged(ctx context.Context, u, old *unstructured.Unstructured) bool {
 	if s.specChanged == nil {
 		return false
 	}
-	return s.specChanged(mustTyped[T](u), mustTyped[T](old))
+	obj := mustTyped[T](u)
+	if s.specAsDecoded {
+		if sent := s.decodedAs(ctx, u); sent != nil {
+			obj = sent
+		}
+	}
+	return s.specChanged(obj, mustTyped[T](old))
+}
+
+// decodedAs returns the object the JSON u was decoded from
+// (registry.DecodedJSON) decodes to, defaulted, when that is u but for its
+// metadata and the empty lists and maps u's storage form drops; nil
+// otherwise (no JSON recorded, or u changed since).
+func (s *typed[T]) decodedAs(ctx context.Context, u *unstructured.Unstructured) *T {
+	data := registry.DecodedJSON(ctx)
+	if data == nil {
+		return nil
+	}
+	sent, _, err := s.decodeTyped(registry.RequestVersion(ctx), data)
+	if err != nil {
+		return nil
+	}
+	if s.defaults != nil {
+		s.defaults(sent)
+	}
+	su, err := toUnstructured(sent)
+	if err != nil {
+		return nil
+	}
+	rest := maps.Clone(u.Object)
+	for _, key := range []string{"metadata", "apiVersion", "kind"} {
+		delete(su.Object, key)
+		delete(rest, key)
+	}
+	if !equality.Semantic.DeepEqual(su.Object, rest) {
+		return nil
+	}
+	return sent
 }
 
 func (s *typed[T]) PrepareForStatusUpdate(ctx context.Context, u, oldU *unstructured.Unstructured) {

@@ -774,7 +774,9 @@ func (s *strategy) AllowUnconditionalUpdate() bool { return false }
 // change outside metadata, as kube-apiserver does for custom resources.
 func (s *strategy) TracksGeneration() bool { return true }
 
-func (s *strategy) SpecChanged(obj, old *unstructured.Unstructured) bool { return false }
+func (s *strategy) SpecChanged(ctx context.Context, obj, old *unstructured.Unstructured) bool {
+	return false
+}
 
 func (s *strategy) PrepareForStatusUpdate(ctx context.Context, obj, old *unstructured.Unstructured) {
 	ver := s.requestVersion(ctx)

@@ -49,8 +49,10 @@ type Strategy interface {
 	// metadata.resourceVersion is allowed.
 	AllowUnconditionalUpdate() bool
 	// SpecChanged tells whether an update must bump metadata.generation;
-	// kinds that do not track generation return false.
-	SpecChanged(obj, old *unstructured.Unstructured) bool
+	// kinds that do not track generation return false. ctx holds the JSON
+	// obj was decoded from (DecodedJSON), for kinds that compare it as
+	// sent.
+	SpecChanged(ctx context.Context, obj, old *unstructured.Unstructured) bool
 	// TracksGeneration is true for kinds whose metadata.generation starts
 	// at 1 on create.
 	TracksGeneration() bool
