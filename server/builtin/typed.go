@@ -173,12 +173,11 @@ func (s *typed[T]) ValidateUpdate(ctx context.Context, u, old *unstructured.Unst
 // webhook changed it) keeps the bytes of its value.
 func (s *typed[T]) asDecoded(ctx context.Context, u *unstructured.Unstructured) *T {
 	obj := mustTyped[T](u)
-	data := registry.DecodedJSON(ctx)
-	if s.rawExtensions == nil || data == nil {
+	if s.rawExtensions == nil {
 		return obj
 	}
-	sent, _, err := s.decodeTyped(registry.RequestVersion(ctx), data)
-	if err != nil {
+	sent := s.sentObject(ctx)
+	if sent == nil {
 		return obj
 	}
 	// The values as u would hold them, to compare with obj's.
@@ -211,24 +210,34 @@ func (s *typed[T]) SpecChanged(ctx context.Context, u, old *unstructured.Unstruc
 	}
 	obj := mustTyped[T](u)
 	if s.specAsDecoded {
-		if sent := s.decodedAs(ctx, u); sent != nil {
+		if sent := s.sentIfUnchanged(ctx, u); sent != nil {
 			obj = sent
 		}
 	}
 	return s.specChanged(obj, mustTyped[T](old))
 }
 
-// decodedAs returns the object the JSON u was decoded from
-// (registry.DecodedJSON) decodes to, defaulted, when that is u but for its
-// metadata and the empty lists and maps u's storage form drops; nil
-// otherwise (no JSON recorded, or u changed since).
-func (s *typed[T]) decodedAs(ctx context.Context, u *unstructured.Unstructured) *T {
+// sentObject returns what the JSON the request's object was decoded from
+// (registry.DecodedJSON) decodes to; nil when none is recorded or it does
+// not decode.
+func (s *typed[T]) sentObject(ctx context.Context) *T {
 	data := registry.DecodedJSON(ctx)
 	if data == nil {
 		return nil
 	}
 	sent, _, err := s.decodeTyped(registry.RequestVersion(ctx), data)
 	if err != nil {
+		return nil
+	}
+	return sent
+}
+
+// sentIfUnchanged returns sentObject defaulted, when that is u but for its
+// metadata and the empty lists and maps u's storage form drops; nil
+// otherwise (no JSON recorded, or u changed since).
+func (s *typed[T]) sentIfUnchanged(ctx context.Context, u *unstructured.Unstructured) *T {
+	sent := s.sentObject(ctx)
+	if sent == nil {
 		return nil
 	}
 	if s.defaults != nil {
