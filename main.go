@@ -68,6 +68,7 @@ func serve() error {
 	bookmarkInterval := flag.Duration("watch-bookmark-interval", time.Minute, "how often a watch that allows bookmarks gets one")
 	maxInflight := flag.Int("max-requests-inflight", 400, "the most read-only requests served at once (watches not counted); more get 429")
 	maxMutatingInflight := flag.Int("max-mutating-requests-inflight", 200, "the most mutating requests served at once; more get 429")
+	minRequestTimeout := flag.Int("min-request-timeout", 1800, "seconds: a watch without timeoutSeconds ends after a random time between one and two of it, as kube-apiserver's; 0: such watches do not time out")
 	requestTimeout := flag.Duration("request-timeout", time.Minute, "the longest a request other than a watch may take (504 after it); a request's ?timeout= may shorten it")
 	profiling := flag.Bool("profiling", true, "serve Go's CPU, heap and goroutine profiles at /debug/pprof/ (as kube-apiserver's --profiling)")
 	auditLogPath := flag.String("audit-log-path", "", "append an audit event (JSON lines, audit.k8s.io/v1, Metadata level) per API request to this file (- for standard output)")
@@ -92,6 +93,9 @@ func serve() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	if *minRequestTimeout < 0 {
+		return errors.New("--min-request-timeout can not be negative value")
+	}
 	if *syncMode != "full" && *syncMode != "normal" {
 		return fmt.Errorf("--sync must be full or normal, not %q", *syncMode)
 	}
@@ -125,7 +129,8 @@ func serve() error {
 		return err
 	}
 	srvOpts := server.Options{BookmarkInterval: *bookmarkInterval, ServiceResolver: resolver, Metrics: metrics,
-		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight, RequestTimeout: *requestTimeout, Profiling: *profiling}
+		MaxRequestsInflight: *maxInflight, MaxMutatingRequestsInflight: *maxMutatingInflight, RequestTimeout: *requestTimeout,
+		MinRequestTimeout: time.Duration(*minRequestTimeout) * time.Second, Profiling: *profiling}
 	switch *auditLogPath {
 	case "":
 	case "-": // standard output, as kube-apiserver's --audit-log-path

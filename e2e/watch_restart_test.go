@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -442,4 +444,81 @@ func (s *replaceSignalStore) Replace(items []any, rv string) error {
 	err := s.Store.Replace(items, rv)
 	s.once.Do(func() { close(s.replaced) })
 	return err
+}
+
+// --min-request-timeout, as kube-apiserver's: a watch without
+// timeoutSeconds (or with 0) ends cleanly after a random time between one
+// and two of it; a watch's own timeoutSeconds is kept, longer or not; 0
+// is a watch that does not time out; a negative value does not start.
+func TestMinRequestTimeout(t *testing.T) {
+	t.Parallel()
+	// ended opens a watch of namespaces with timeoutSeconds (nil: none)
+	// and returns how long it lasted, or false if it was still open
+	// after wait.
+	ended := func(t *testing.T, k *kapi, timeoutSeconds *int64, wait time.Duration) (time.Duration, bool) {
+		t.Helper()
+		start := time.Now()
+		w, err := k.Client.CoreV1().Namespaces().Watch(ctxT(t), metav1.ListOptions{TimeoutSeconds: timeoutSeconds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return time.Since(start), true
+				}
+				if ev.Type == watch.Error {
+					t.Fatalf("the watch ended with an error: %v", ev.Object)
+				}
+			case <-timer.C:
+				return 0, false
+			}
+		}
+	}
+	t.Run("seconds", func(t *testing.T) {
+		t.Parallel()
+		k := startKapi(t, "--in-memory", "--min-request-timeout=2")
+		var wg sync.WaitGroup
+		for _, c := range []struct {
+			name            string
+			timeoutSeconds  *int64
+			atLeast, within time.Duration
+		}{
+			{"no timeoutSeconds", nil, 2 * time.Second, 4 * time.Second},
+			{"timeoutSeconds=0", ptrTo(int64(0)), 2 * time.Second, 4 * time.Second},
+			{"timeoutSeconds=6", ptrTo(int64(6)), 6 * time.Second, 6 * time.Second},
+			{"timeoutSeconds=1", ptrTo(int64(1)), 1 * time.Second, 1 * time.Second},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				took, ok := ended(t, k, c.timeoutSeconds, c.within+3*time.Second)
+				if !ok || took < c.atLeast || took > c.within+2*time.Second {
+					t.Errorf("%s: the watch ended %v (%v), want between %v and %v", c.name, took, ok, c.atLeast, c.within)
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	t.Run("zero", func(t *testing.T) {
+		t.Parallel()
+		k := startKapi(t, "--in-memory", "--min-request-timeout=0")
+		if took, ok := ended(t, k, nil, 4*time.Second); ok {
+			t.Errorf("with --min-request-timeout=0 a watch without timeoutSeconds ended after %v", took)
+		}
+		if took, ok := ended(t, k, ptrTo(int64(1)), 4*time.Second); !ok || took < time.Second {
+			t.Errorf("with --min-request-timeout=0 a watch of timeoutSeconds=1 ended after %v (%v)", took, ok)
+		}
+	})
+	t.Run("negative", func(t *testing.T) {
+		t.Parallel()
+		out, err := exec.Command(kapiBinary, "--in-memory", "--listen", "127.0.0.1:0", "--min-request-timeout=-1").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--min-request-timeout can not be negative value") {
+			t.Errorf("--min-request-timeout=-1: %v, %s", err, out)
+		}
+	})
 }

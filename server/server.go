@@ -113,6 +113,10 @@ type Options struct {
 	// RequestTimeout bounds every request but watches (504 after it);
 	// a request's ?timeout= may shorten it. 0 means no bound.
 	RequestTimeout time.Duration
+	// MinRequestTimeout is kube-apiserver's --min-request-timeout: a
+	// watch without timeoutSeconds ends after a random time between one
+	// and two of it. 0 means such watches do not end.
+	MinRequestTimeout time.Duration
 	// Profiling serves Go's profiles at /debug/pprof/ (kube-apiserver's
 	// --profiling).
 	Profiling bool

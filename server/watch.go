@@ -33,9 +33,6 @@ import (
 )
 
 const (
-	// minWatchTimeout is kube-apiserver's --min-request-timeout default: a
-	// watch without timeoutSeconds lasts between one and two of it.
-	minWatchTimeout = 30 * time.Minute
 	// watchEndGrace is how long an ended watch may take to return before
 	// a write blocked on its client is cut.
 	watchEndGrace = time.Second
@@ -104,9 +101,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, notAcceptableStream())
 		return
 	}
-	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
+	// As kube-apiserver: timeoutSeconds, or else a random time between
+	// one and two --min-request-timeout; 0 (no --min-request-timeout) is
+	// a watch that does not time out.
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	if timeout == 0 {
+		timeout = time.Duration(float64(s.opts.MinRequestTimeout) * (1 + rand.Float64()))
 	}
 	if wsstream.IsWebSocketRequest(r) {
 		// As kube-apiserver's watch: over a WebSocket (a browser's, or
@@ -189,7 +192,10 @@ func (f webSocketFrames) cut() { _ = f.ws.SetWriteDeadline(time.Now()) }
 // its timeout, the client going, the server stopping, the resource's CRD
 // changing, or the client falling too far behind.
 func (s *Server) streamWatch(parent context.Context, frames watchFrames, r *http.Request, req *resourceRequest, out output, sel *selection, opts *metainternalversion.ListOptions, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(parent, timeout)
+	ctx, cancel := context.WithCancel(parent)
+	if timeout != 0 { // 0: a watch that does not time out
+		ctx, cancel = context.WithTimeout(parent, timeout)
+	}
 	defer cancel()
 
 	// Subscribe before reading the start state, so no write falls between.
@@ -255,8 +261,8 @@ func (s *Server) streamWatch(parent context.Context, frames watchFrames, r *http
 	// kube-apiserver's: clients watch again, through what is served now.
 	retired := s.reg.Retired(req.res)
 	// Bookmarks come every BookmarkInterval and 2s before the watch's
-	// deadline, so the client resumes from there, as kube-apiserver's
-	// watch cache schedules them.
+	// deadline (if it has one), so the client resumes from there, as
+	// kube-apiserver's watch cache schedules them.
 	deadline := time.Now().Add(timeout)
 	nextBookmark := func() <-chan time.Time {
 		if !opts.AllowWatchBookmarks {
@@ -264,7 +270,7 @@ func (s *Server) streamWatch(parent context.Context, frames watchFrames, r *http
 		}
 		now := time.Now()
 		at := now.Add(s.opts.BookmarkInterval)
-		if beforeEnd := deadline.Add(-2 * time.Second); beforeEnd.Before(at) {
+		if beforeEnd := deadline.Add(-2 * time.Second); timeout != 0 && beforeEnd.Before(at) {
 			at = beforeEnd
 		}
 		if at.Before(now) {
