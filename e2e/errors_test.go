@@ -281,6 +281,42 @@ func TestErrorsAsStatus(t *testing.T) {
 		// kube-apiserver offers.
 		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: application/json;g=meta.k8s.io;v=v1")
 		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+		// The media type parameters kube-apiserver's negotiation reads: a
+		// server version (sv) only meta.k8s.io's v1, a stream form only
+		// watch and only where the type has one (YAML has none); a media
+		// type that asks otherwise is skipped for the next one.
+		for _, c := range []struct {
+			accept      string
+			code        int
+			contentType string
+		}{
+			{"application/json;sv=v1", http.StatusOK, "application/json"},
+			{"application/yaml;sv=v1", http.StatusOK, "application/yaml"},
+			{"application/json;as=Table;g=meta.k8s.io;v=v1;sv=v1", http.StatusOK, "application/json"},
+			{"application/json;sv=v2", http.StatusNotAcceptable, "application/json"},
+			{"application/json;as=Table;g=meta.k8s.io;v=v1;sv=v2", http.StatusNotAcceptable, "application/json"},
+			{"application/json;stream=watch", http.StatusOK, "application/json"},
+			{"*/*;stream=watch", http.StatusOK, "application/json"},
+			{"application/json;stream=events", http.StatusNotAcceptable, "application/json"},
+			{"application/yaml;stream=watch", http.StatusNotAcceptable, "application/json"},
+			{"application/yaml;stream=watch, application/json", http.StatusOK, "application/json"},
+			{"application/json;sv=v2, application/yaml", http.StatusOK, "application/yaml"},
+		} {
+			r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: "+c.accept)
+			if r.Code != c.code || r.Header.Get("Content-Type") != c.contentType {
+				t.Errorf("Accept %s: %d %q, want %d %q", c.accept, r.Code, r.Header.Get("Content-Type"), c.code, c.contentType)
+			}
+		}
+		// An error is negotiated without the resource's server version:
+		// with sv it is written as kube-apiserver writes an error no
+		// acceptable form carries, indented JSON.
+		r = k.do(t, "GET", vwcs+"/missing", nil, "Accept: application/yaml;sv=v1")
+		if r.Code != http.StatusNotFound || r.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(r.Body), "\n  \"reason\": \"NotFound\"") {
+			t.Errorf("a missing object with Accept application/yaml;sv=v1: %d %q %s, want an indented JSON Status", r.Code, r.Header.Get("Content-Type"), r.Body)
+		}
+		// Discovery takes no server version either.
+		r = k.do(t, "GET", "/apis/admissionregistration.k8s.io", nil, "Accept: application/json;sv=v1")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
 		// Errors in YAML too.
 		r = k.do(t, "GET", vwcs+"/missing", nil, "Accept: application/yaml")
 		if r.Code != http.StatusNotFound || r.Header.Get("Content-Type") != "application/yaml" || !strings.Contains(string(r.Body), "reason: NotFound") {

@@ -483,6 +483,12 @@ func TestWatchTransformRefusedBeforeStream(t *testing.T) {
 		if r.Code != http.StatusNotAcceptable || !strings.Contains(string(r.Body), "message: 'only the following media types are accepted: application/json;stream=watch'") {
 			t.Errorf("%s: a watch in YAML: %d %s, want a 406 naming the stream media types", coll, r.Code, r.Body)
 		}
+		// YAML asked for as a stream is no media type of kube's: the next
+		// one the client accepts streams.
+		r = k.do(t, "GET", watch, nil, "Accept: application/yaml;stream=watch, application/json;stream=watch")
+		if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/json" || (coll == "/api/v1/namespaces" && !strings.HasPrefix(string(r.Body), `{"type":"ADDED"`)) {
+			t.Errorf("%s: a watch accepting YAML then JSON as streams: %d %q %.100s, want a JSON stream", coll, r.Code, r.Header.Get("Content-Type"), r.Body)
+		}
 		// The Table options are checked first, as kube-apiserver's.
 		r = k.do(t, "GET", watch+"&includeObject=unrecognized", nil, tableYAML)
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "includeObject")

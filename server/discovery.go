@@ -21,7 +21,7 @@ import (
 // serveAPIVersions answers /api: the legacy core group's versions, or the
 // aggregated discovery document of the core group.
 func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
-	out, err := negotiate(r, "APIGroupDiscoveryList")
+	out, err := negotiateGeneric(r, "APIGroupDiscoveryList")
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -42,7 +42,7 @@ func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
 // serveAPIGroups answers /apis: every named group, or the aggregated
 // discovery document of them all.
 func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
-	out, err := negotiate(r, "APIGroupDiscoveryList")
+	out, err := negotiateGeneric(r, "APIGroupDiscoveryList")
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -74,7 +74,7 @@ func apiGroup(gv registry.GroupVersions) metav1.APIGroup {
 
 // serveAPIGroup answers /apis/<group>.
 func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request, group string) {
-	out, err := negotiate(r)
+	out, err := negotiateGeneric(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -92,7 +92,7 @@ func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request, group str
 
 // serveAPIResources answers /api/v1 and /apis/<group>/<version>.
 func (s *Server) serveAPIResources(w http.ResponseWriter, r *http.Request, group, version string) {
-	out, err := negotiate(r)
+	out, err := negotiateGeneric(r)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -49,15 +49,40 @@ type output struct {
 	version string // of the meta.k8s.io or apidiscovery.k8s.io type
 }
 
-// negotiate picks the response form from the Accept header. allowAs lists
-// the "as" transformations the endpoint offers. It fails with 406 when no
-// acceptable form exists.
+// negotiate picks the response form of a resource's endpoint from the
+// Accept header. allowAs lists the "as" transformations the endpoint
+// offers. It fails with 406 when no acceptable form exists.
 func negotiate(r *http.Request, allowAs ...string) (output, error) {
+	return negotiateFor(r, metav1.SchemeGroupVersion.Version, allowAs)
+}
+
+// negotiateGeneric is negotiate for the endpoints that are not a
+// resource's (discovery) and for errors, as kube-apiserver negotiates them
+// with its default endpoint restrictions: a media type naming a server
+// version (sv=) is not one of theirs.
+func negotiateGeneric(r *http.Request, allowAs ...string) (output, error) {
+	return negotiateFor(r, "", allowAs)
+}
+
+// negotiateFor is negotiate where a media type's server version (sv=) may
+// be serverVersion only ("": none), as kube-apiserver's request scope
+// allows meta.k8s.io's version alone.
+func negotiateFor(r *http.Request, serverVersion string, allowAs []string) (output, error) {
 	for _, m := range parseAccept(r.Header.Get("Accept")) {
 		isJSON := (m.Type == "application" && m.SubType == "json")
 		isYAML := (m.Type == "application" && m.SubType == "yaml")
 		wild := (m.Type == "*" && m.SubType == "*") || (m.Type == "application" && m.SubType == "*")
 		if !isJSON && !isYAML && !wild {
+			continue
+		}
+		// As kube-apiserver's negotiation skips a media type whose
+		// parameters the endpoint cannot honour: a stream form other than
+		// watch, or of YAML (which has none); a server version not the
+		// endpoint's.
+		if stream := m.Params["stream"]; stream != "" && (stream != "watch" || isYAML) {
+			continue
+		}
+		if sv := m.Params["sv"]; sv != "" && sv != serverVersion {
 			continue
 		}
 		if m.Params["as"] == "" && (m.Params["g"] != "" || m.Params["v"] != "") {
@@ -219,7 +244,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
-	out, err := negotiate(r)
+	out, err := negotiateGeneric(r)
 	// An error no acceptable form can carry is written as kube-apiserver
 	// writes it then: indented JSON.
 	writeObject(w, r, output{yaml: out.yaml, raw: err != nil}, int(status.Code), status)
