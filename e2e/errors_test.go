@@ -256,14 +256,14 @@ func TestErrorsAsStatus(t *testing.T) {
 	})
 
 	t.Run("not acceptable", func(t *testing.T) {
-		// kapi answers JSON (and YAML) only.
-		r := k.do(t, "GET", vwcs, nil, "Accept: application/vnd.kubernetes.protobuf")
-		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+		// kapi answers JSON, YAML and, for built-in kinds, protobuf.
+		r := k.do(t, "GET", vwcs, nil, "Accept: text/html")
+		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
 		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: text/html")
 		expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
 		// What client-go sends: protobuf preferred, JSON acceptable.
 		r = k.do(t, "GET", vwcs+"/existing", nil, "Accept: application/vnd.kubernetes.protobuf, application/json")
-		if r.Code != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" {
 			t.Errorf("protobuf-or-JSON Accept: %d %q", r.Code, r.Header.Get("Content-Type"))
 		}
 		// YAML on request.
@@ -331,7 +331,7 @@ func TestErrorsAsStatus(t *testing.T) {
 			{"DELETE", vwcs, "", ""},
 		} {
 			var body []byte
-			headers := []string{"Accept: application/vnd.kubernetes.protobuf"}
+			headers := []string{"Accept: text/html"}
 			if w.body != "" {
 				body = []byte(w.body)
 				headers = append(headers, "Content-Type: "+w.contentType)

@@ -462,7 +462,7 @@ func TestWatchTransformRefusedBeforeStream(t *testing.T) {
 		table     = "Accept: application/json;as=Table;g=meta.k8s.io;v=v1"
 		tableYAML = "Accept: application/yaml;as=Table;g=meta.k8s.io;v=v1"
 		badInc    = `Unable to convert to Table as requested: includeObject: Invalid value: "unrecognized": must be 'Metadata', 'Object', 'None', or empty`
-		noStream  = "only the following media types are accepted: application/json;stream=watch"
+		noStream  = "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
 	)
 	for _, coll := range []string{"/api/v1/namespaces", "/apis/cr.bar.com/v1/namespaces/default/foos"} {
 		watch := coll + "?watch=true&resourceVersion=0&timeoutSeconds=1"
@@ -480,7 +480,7 @@ func TestWatchTransformRefusedBeforeStream(t *testing.T) {
 		}
 		// In plain YAML the Status is YAML.
 		r = k.do(t, "GET", watch, nil, "Accept: application/yaml")
-		if r.Code != http.StatusNotAcceptable || !strings.Contains(string(r.Body), "message: 'only the following media types are accepted: application/json;stream=watch'") {
+		if r.Code != http.StatusNotAcceptable || !strings.Contains(string(r.Body), "message: 'only the following media types are accepted: application/json;stream=watch,\n  application/vnd.kubernetes.protobuf;stream=watch'") {
 			t.Errorf("%s: a watch in YAML: %d %s, want a 406 naming the stream media types", coll, r.Code, r.Body)
 		}
 		// YAML asked for as a stream is no media type of kube's: the next

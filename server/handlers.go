@@ -243,7 +243,7 @@ func (sel *selection) matches(obj *unstructured.Unstructured) (bool, error) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	out, err := negotiate(r, "Table", "PartialObjectMetadataList", "PartialObjectMetadata")
+	out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadataList", "PartialObjectMetadata")
 	if err == nil && out.as == "PartialObjectMetadata" {
 		err = notPartialMetadataShape(req.res, true)
 	}
@@ -1132,8 +1132,8 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 		s.respondObject(w, r, req, code, obj)
 		return
 	}
-	negotiated, _ := negotiate(r)
-	writeObject(w, r, output{yaml: negotiated.yaml}, http.StatusOK, &metav1.Status{
+	negotiated, _ := negotiate(r, hasProtobuf(req.res))
+	writeObject(w, r, output{yaml: negotiated.yaml, protobuf: negotiated.protobuf}, http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{
@@ -1374,8 +1374,8 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 	}
 	// In JSON or YAML, as the client prefers (negotiated before the
 	// deletes).
-	negotiated, _ := negotiate(r)
-	writeObject(w, r, output{yaml: negotiated.yaml}, http.StatusOK, map[string]interface{}{
+	negotiated, _ := negotiate(r, hasProtobuf(req.res))
+	writeObject(w, r, output{yaml: negotiated.yaml, protobuf: negotiated.protobuf}, http.StatusOK, map[string]interface{}{
 		"apiVersion": schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(),
 		"kind":       req.res.ListKind,
 		"metadata":   lm,

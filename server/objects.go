@@ -16,11 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
@@ -99,12 +97,6 @@ func readObjectBody(r *http.Request, allowed ...string) ([]byte, string, []error
 	}
 	return data, mt, strict, nil
 }
-
-const protobufMediaType = "application/vnd.kubernetes.protobuf"
-
-// protobufCodec decodes the protobuf bodies that client-go's typed clients
-// send for built-in kinds.
-var protobufCodec = protobuf.NewSerializer(builtin.Scheme, builtin.Scheme)
 
 // bodyTypes are the media types a create or update of res accepts.
 func bodyTypes(res *registry.Resource) []string {
@@ -389,7 +381,7 @@ const registryConflictMessage = "the object has been modified; please apply your
 // respondObject writes one object, converted to the request's version, in
 // the negotiated form.
 func (s *Server) respondObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, code int, obj *unstructured.Unstructured) {
-	out, err := negotiate(r, "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+	out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
 	if err == nil && out.as == "PartialObjectMetadataList" {
 		err = notPartialMetadataShape(req.res, false)
 	}

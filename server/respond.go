@@ -38,6 +38,8 @@ func parseAccept(header string) []goautoneg.Accept {
 // output is the negotiated shape of a response.
 type output struct {
 	yaml bool
+	// protobuf: kube-apiserver's protobuf encoding.
+	protobuf bool
 	// pretty is asked for by the media type's pretty=1.
 	pretty bool
 	// raw is an error's form when none the client accepts can carry it:
@@ -50,29 +52,33 @@ type output struct {
 }
 
 // negotiate picks the response form of a resource's endpoint from the
-// Accept header. allowAs lists the "as" transformations the endpoint
-// offers. It fails with 406 when no acceptable form exists.
-func negotiate(r *http.Request, allowAs ...string) (output, error) {
-	return negotiateFor(r, metav1.SchemeGroupVersion.Version, allowAs)
+// Accept header. protobuf tells whether the endpoint's objects have a
+// protobuf form (a built-in kind's, a Scale; a custom resource's
+// PartialObjectMetadata has one, the custom resource not). allowAs lists
+// the "as" transformations the endpoint offers. It fails with 406 when no
+// acceptable form exists.
+func negotiate(r *http.Request, protobuf bool, allowAs ...string) (output, error) {
+	return negotiateFor(r, metav1.SchemeGroupVersion.Version, protobuf, allowAs)
 }
 
 // negotiateGeneric is negotiate for the endpoints that are not a
 // resource's (discovery) and for errors, as kube-apiserver negotiates them
 // with its default endpoint restrictions: a media type naming a server
-// version (sv=) is not one of theirs.
+// version (sv=) is not one of theirs. Their objects have a protobuf form.
 func negotiateGeneric(r *http.Request, allowAs ...string) (output, error) {
-	return negotiateFor(r, "", allowAs)
+	return negotiateFor(r, "", true, allowAs)
 }
 
 // negotiateFor is negotiate where a media type's server version (sv=) may
 // be serverVersion only ("": none), as kube-apiserver's request scope
 // allows meta.k8s.io's version alone.
-func negotiateFor(r *http.Request, serverVersion string, allowAs []string) (output, error) {
+func negotiateFor(r *http.Request, serverVersion string, protobuf bool, allowAs []string) (output, error) {
 	for _, m := range parseAccept(r.Header.Get("Accept")) {
 		isJSON := (m.Type == "application" && m.SubType == "json")
 		isYAML := (m.Type == "application" && m.SubType == "yaml")
+		isProtobuf := (m.Type == "application" && m.SubType == "vnd.kubernetes.protobuf")
 		wild := (m.Type == "*" && m.SubType == "*") || (m.Type == "application" && m.SubType == "*")
-		if !isJSON && !isYAML && !wild {
+		if !isJSON && !isYAML && !isProtobuf && !wild {
 			continue
 		}
 		// As kube-apiserver's negotiation skips a media type whose
@@ -92,8 +98,12 @@ func negotiateFor(r *http.Request, serverVersion string, allowAs []string) (outp
 		}
 		if as := m.Params["as"]; as != "" {
 			// In JSON or YAML, as kube-apiserver encodes a Table or a
-			// PartialObjectMetadata(List) (discovery's JSON only).
+			// PartialObjectMetadata(List) (discovery's JSON only); the
+			// PartialObjectMetadata(List) of any resource in protobuf too.
 			if !allowed(as, allowAs) || (isYAML && as == "APIGroupDiscoveryList") {
+				continue
+			}
+			if isProtobuf && as != "PartialObjectMetadata" && as != "PartialObjectMetadataList" {
 				continue
 			}
 			g, v := m.Params["g"], m.Params["v"]
@@ -109,9 +119,12 @@ func negotiateFor(r *http.Request, serverVersion string, allowAs []string) (outp
 					continue
 				}
 			}
-			return output{as: as, version: v, yaml: isYAML, pretty: m.Params["pretty"] == "1"}, nil
+			return output{as: as, version: v, yaml: isYAML, protobuf: isProtobuf, pretty: m.Params["pretty"] == "1"}, nil
 		}
-		return output{yaml: isYAML, pretty: m.Params["pretty"] == "1"}, nil
+		if isProtobuf && !protobuf {
+			continue
+		}
+		return output{yaml: isYAML, protobuf: isProtobuf, pretty: m.Params["pretty"] == "1"}, nil
 	}
 	return output{}, notAcceptable()
 }
@@ -154,6 +167,13 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 	}
 	contentType := "application/json"
 	switch {
+	case out.protobuf:
+		var err error
+		if data, err = protobufOf(obj, data); err != nil {
+			writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		contentType = protobufMediaType
 	case out.yaml:
 		var err error
 		if data, err = yaml.JSONToYAML(data); err != nil {
@@ -247,7 +267,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	out, err := negotiateGeneric(r)
 	// An error no acceptable form can carry is written as kube-apiserver
 	// writes it then: indented JSON.
-	writeObject(w, r, output{yaml: out.yaml, raw: err != nil}, int(status.Code), status)
+	writeObject(w, r, output{yaml: out.yaml, protobuf: out.protobuf, raw: err != nil}, int(status.Code), status)
 }
 
 func toStatus(err error) *metav1.Status {
@@ -308,11 +328,17 @@ func notPartialMetadataShape(res *registry.Resource, list bool) error {
 }
 
 // notAcceptableStream is a watch's 406: kube-apiserver names the media
-// types it can stream a watch in, each with ";stream=watch" (kapi serves no
-// protobuf, so JSON alone).
-func notAcceptableStream() error { return notAcceptableOf("application/json;stream=watch") }
+// types it can stream a watch in, each with ";stream=watch".
+func notAcceptableStream() error {
+	return notAcceptableOf("application/json;stream=watch, " + protobufMediaType + ";stream=watch")
+}
 
-func notAcceptable() error { return notAcceptableOf("application/json, application/yaml") }
+// notAcceptable is the 406 of a request no acceptable form can answer:
+// kube-apiserver names its media types (for custom resources too, whose
+// PartialObjectMetadata have a protobuf form).
+func notAcceptable() error {
+	return notAcceptableOf("application/json, application/yaml, " + protobufMediaType)
+}
 
 // notAcceptableOf is kube-apiserver's 406 naming the media types accepted.
 func notAcceptableOf(accepted string) error {

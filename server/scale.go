@@ -87,7 +87,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			writeError(w, r, err)
 			return
 		}
-		out, err := negotiate(r, "Table", "PartialObjectMetadata")
+		out, err := negotiate(r, true, "Table", "PartialObjectMetadata")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -280,7 +280,9 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		writeError(w, r, err)
 		return
 	}
-	writeObject(w, r, output{}, http.StatusOK, result)
+	// In the form negotiated before the write (a Scale has protobuf).
+	out, _ := negotiate(r, true)
+	writeObject(w, r, output{yaml: out.yaml, protobuf: out.protobuf}, http.StatusOK, result)
 }
 
 // unsetReplicas stands for a custom resource without spec replicas in its

@@ -23,6 +23,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	compbasemetrics "k8s.io/component-base/metrics"
@@ -61,7 +62,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents && opts.AllowWatchBookmarks {
 		forms = forms[1:]
 	}
-	out, err := negotiate(r, forms...)
+	out, err := negotiate(r, hasProtobuf(req.res), forms...)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -113,10 +114,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 	}
 	if wsstream.IsWebSocketRequest(r) {
 		// As kube-apiserver's watch: over a WebSocket (a browser's, or
-		// one through kubectl proxy), each event is a text message of
-		// the event's JSON line.
+		// one through kubectl proxy), each event is a message: a text one
+		// of the event's JSON line, or a binary one of its protobuf.
 		websocket.Handler(func(ws *websocket.Conn) {
 			ws.PayloadType = websocket.TextFrame
+			if out.protobuf {
+				ws.PayloadType = websocket.BinaryFrame
+			}
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			go func() {
@@ -135,16 +139,24 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *resourceRequ
 		writeError(w, r, apierrors.NewInternalError(errors.New("streaming is not supported")))
 		return
 	}
+	frames := &responseFrames{w: w, flusher: flusher, contentType: "application/json"}
+	if out.protobuf {
+		// Each event's protobuf after its length, as kube-apiserver's
+		// protobuf stream frames them.
+		frames.contentType = protobufMediaType + ";stream=watch"
+		frames.framer = protobuf.LengthDelimitedFramer.NewFrameWriter(w)
+	}
 	if timeout < 0 {
 		// Already past its deadline: kube-apiserver's watch ends at once.
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", frames.contentType)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	s.streamWatch(r.Context(), &responseFrames{w: w, flusher: flusher}, r, req, out, sel, opts, timeout)
+	s.streamWatch(r.Context(), frames, r, req, out, sel, opts, timeout)
 }
 
-// watchFrames is where a watch's frames (one event's JSON line each) go.
+// watchFrames is where a watch's frames (one event each: its JSON line,
+// or its protobuf) go.
 type watchFrames interface {
 	// begin starts the stream, once the watch is subscribed.
 	begin()
@@ -156,18 +168,25 @@ type watchFrames interface {
 
 // responseFrames are the chunks of a streamed response body.
 type responseFrames struct {
-	w       http.ResponseWriter
-	flusher http.Flusher
+	w           http.ResponseWriter
+	flusher     http.Flusher
+	contentType string
+	// framer, when set, writes each frame after its length.
+	framer io.Writer
 }
 
 func (f *responseFrames) begin() {
-	f.w.Header().Set("Content-Type", "application/json")
+	f.w.Header().Set("Content-Type", f.contentType)
 	f.w.WriteHeader(http.StatusOK)
 	f.flusher.Flush()
 }
 
 func (f *responseFrames) write(frame []byte) error {
-	if _, err := f.w.Write(frame); err != nil {
+	to := io.Writer(f.w)
+	if f.framer != nil {
+		to = f.framer
+	}
+	if _, err := to.Write(frame); err != nil {
 		return err
 	}
 	f.flusher.Flush()
@@ -447,7 +466,7 @@ func (ww *watchWriter) countEvent() {
 
 func newWatchWriter(s *Server, frames watchFrames, r *http.Request, req *resourceRequest, out output, sel *selection) *watchWriter {
 	ww := &watchWriter{s: s, frames: frames, r: r, req: req, out: out, sel: sel, shareable: true}
-	ww.shape = watchShape{res: req.res, version: req.version, as: out.as, asVersion: out.version}
+	ww.shape = watchShape{res: req.res, version: req.version, as: out.as, asVersion: out.version, protobuf: out.protobuf}
 	if out.as == "Table" {
 		// What s.table reads from the request: the only part of it that
 		// shapes a Table beyond the fields above.
@@ -470,6 +489,7 @@ type watchShape struct {
 	res           *registry.Resource
 	version       string
 	as, asVersion string
+	protobuf      bool
 	noHeaders     bool
 	includeObject metav1.IncludeObjectPolicy
 }
@@ -701,7 +721,11 @@ func (ww *watchWriter) render(obj *unstructured.Unstructured) ([]byte, error) {
 	case "PartialObjectMetadata":
 		payload = partialMetadata(obj, ww.out.version)
 	}
-	return unstructuredjson.Marshal(payload)
+	data, err := unstructuredjson.Marshal(payload)
+	if err != nil || !ww.out.protobuf {
+		return data, err
+	}
+	return protobufOf(payload, data)
 }
 
 // writeObjectEvent writes the frame of an event of type typ (one of
@@ -712,6 +736,13 @@ func (ww *watchWriter) writeObjectEvent(typ string, object []byte) bool {
 	// as kube-apiserver's.
 	if ww.out.as == "Table" {
 		ww.shape.noHeaders = true
+	}
+	if ww.out.protobuf {
+		event, err := protobufWatchEvent(typ, object)
+		if err != nil {
+			return ww.sendError(apierrors.NewInternalError(err))
+		}
+		return ww.writeFrame(event)
 	}
 	buf := append(ww.buf[:0], `{"type":"`...)
 	buf = append(buf, typ...)
@@ -756,7 +787,11 @@ func (ww *watchWriter) listBlueprint(gv schema.GroupVersion) ([]byte, error) {
 	if ww.out.as == "PartialObjectMetadata" {
 		list["apiVersion"], list["kind"] = "meta.k8s.io/"+ww.out.version, "PartialObjectMetadataList"
 	}
-	return unstructuredjson.Marshal(list)
+	data, err := unstructuredjson.Marshal(list)
+	if err != nil || !ww.out.protobuf {
+		return data, err
+	}
+	return protobufOf(list, data)
 }
 
 func (ww *watchWriter) sendError(err error) bool {
@@ -765,6 +800,17 @@ func (ww *watchWriter) sendError(err error) bool {
 }
 
 func (ww *watchWriter) write(ev watchEvent) bool {
+	if ww.out.protobuf {
+		object, err := protobufOf(ev.Object, nil)
+		if err != nil {
+			return false
+		}
+		event, err := protobufWatchEvent(ev.Type, object)
+		if err != nil {
+			return false
+		}
+		return ww.writeFrame(event)
+	}
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return false

@@ -10,14 +10,27 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
-// Scheme knows the Go types of the built-in kinds, for the wire formats
-// that need them (protobuf request bodies).
+// Scheme knows the Go types of the built-in kinds (their OpenAPI
+// definitions, the policies' type checking).
 var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	utilruntime.Must(corev1.AddToScheme(s))
-	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
-	utilruntime.Must(admissionregistrationv1beta1.AddToScheme(s))
-	utilruntime.Must(resourcev1beta2.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(AddToScheme(s))
 	return s
 }()
+
+// AddToScheme adds the Go types of the built-in kinds to s (for the wire
+// formats that need them: protobuf).
+func AddToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme,
+		admissionregistrationv1.AddToScheme,
+		admissionregistrationv1beta1.AddToScheme,
+		resourcev1beta2.AddToScheme,
+		apiextensionsv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// protobufOnly is a client configuration that sends and accepts only
+// protobuf, as kube's own components configure theirs.
+func protobufOnly(k *kapi) *rest.Config {
+	cfg := rest.CopyConfig(k.Config)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf"
+	return cfg
+}
+
+// The built-in kinds are served as protobuf to a client that accepts only
+// protobuf, as kube-apiserver serves them: objects, lists, errors and
+// watches, through client-go's typed clients and informers.
+func TestProtobufBuiltinKinds(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	cfg := protobufOnly(k)
+	c := kubernetes.NewForConfigOrDie(cfg)
+	ext := apiextensionsclientset.NewForConfigOrDie(cfg)
+	ctx := ctxT(t)
+
+	// Objects and lists.
+	ns, err := c.CoreV1().Namespaces().Create(ctx, newNamespace("pb"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.UID == "" || ns.Labels["kubernetes.io/metadata.name"] != "pb" || ns.Status.Phase != corev1.NamespaceActive {
+		t.Errorf("created namespace %+v", ns)
+	}
+	ns.Labels["tier"] = "gold"
+	if ns, err = c.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil || ns.Labels["tier"] != "gold" {
+		t.Errorf("update: %v %v", err, ns.Labels)
+	}
+	if ns, err = c.CoreV1().Namespaces().Patch(ctx, "pb", types.MergePatchType, []byte(`{"metadata":{"labels":{"zone":"a"}}}`), metav1.PatchOptions{}); err != nil || ns.Labels["zone"] != "a" {
+		t.Errorf("patch: %v %v", err, ns.Labels)
+	}
+	list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: "tier=gold"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "pb" || list.ResourceVersion == "" {
+		t.Errorf("list: %v %+v", err, list)
+	}
+	vwc, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, newVWC("pb"), metav1.CreateOptions{})
+	if err != nil || len(vwc.Webhooks) != 1 || *vwc.Webhooks[0].TimeoutSeconds != 10 {
+		t.Errorf("webhook configuration: %v %+v", err, vwc)
+	}
+	vap, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, newVAP("pb"), metav1.CreateOptions{})
+	if err != nil || vap.Spec.FailurePolicy == nil || *vap.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("policy: %v %+v", err, vap)
+	}
+	dc := &resourcev1beta2.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "pb"}, Spec: resourcev1beta2.DeviceClassSpec{
+		Config: []resourcev1beta2.DeviceClassConfiguration{{DeviceConfiguration: resourcev1beta2.DeviceConfiguration{
+			Opaque: &resourcev1beta2.OpaqueDeviceConfiguration{Driver: "gpu.example.com", Parameters: runtime.RawExtension{Raw: []byte(`{"mode":"shared"}`)}},
+		}}},
+	}}
+	if dc, err = c.ResourceV1beta2().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil || string(dc.Spec.Config[0].Opaque.Parameters.Raw) != `{"mode":"shared"}` {
+		t.Errorf("device class: %v %+v", err, dc)
+	}
+	crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, newCRD("pbs", "pb.example.com"), metav1.CreateOptions{})
+	if err != nil || crd.Spec.Versions[0].Name != "v1" {
+		t.Fatalf("CRD: %v %+v", err, crd)
+	}
+	waitFor(t, "the CRD, read as protobuf, Established", func() bool {
+		crd, err = ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+
+	// Errors are protobuf Statuses, which client-go reads as such.
+	_, err = c.CoreV1().Namespaces().Get(ctx, "missing", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) || err.Error() != `namespaces "missing" not found` {
+		t.Errorf("get missing: %v", err)
+	}
+	if _, err = c.CoreV1().Namespaces().Create(ctx, newNamespace("pb"), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("create again: %v", err)
+	}
+	bad := newVWC("bad")
+	bad.Webhooks[0].Name = "no-dots"
+	if _, err = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("invalid create: %v", err)
+	} else if causes := err.(apierrors.APIStatus).Status().Details.Causes; len(causes) == 0 || causes[0].Field != "webhooks[0].name" {
+		t.Errorf("invalid create: causes %+v", causes)
+	}
+
+	// A watch streams protobuf events; an informer lists and watches so.
+	w, err := c.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, newNamespace("pb-watched"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if got, ok := ev.Object.(*corev1.Namespace); ev.Type != watch.Added || !ok || got.Name != "pb-watched" || got.UID == "" {
+			t.Errorf("watch event %s %#v", ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event in 10s")
+	}
+	// A watch-list ends its initial events with a bookmark whose list
+	// blueprint is in the stream's encoding, which client-go decodes it
+	// with.
+	wl, err := c.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{SendInitialEvents: ptrTo(true), AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wl.Stop()
+	added := 0
+	for done := false; !done; {
+		select {
+		case ev := <-wl.ResultChan():
+			switch ns, _ := ev.Object.(*corev1.Namespace); {
+			case ev.Type == watch.Added && ns != nil:
+				added++
+			case ev.Type == watch.Bookmark && ns != nil && ns.Annotations[metav1.InitialEventsAnnotationKey] == "true":
+				blueprint, err := base64.StdEncoding.DecodeString(ns.Annotations[metav1.InitialEventsListBlueprintAnnotationKey])
+				obj, _, derr := protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme).Decode(blueprint, nil, nil)
+				if _, ok := obj.(*corev1.NamespaceList); err != nil || derr != nil || !ok {
+					t.Errorf("the watch-list's blueprint: %v %v %#v", err, derr, obj)
+				}
+				done = true
+			default:
+				t.Fatalf("watch-list event %s %#v", ev.Type, ev.Object)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the watch-list did not end its initial events in 10s")
+		}
+	}
+	if all, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil || added != len(all.Items) {
+		t.Errorf("the watch-list's initial events: %d namespaces, a list: %v %d", added, err, len(all.Items))
+	}
+	factory := informers.NewSharedInformerFactory(c, 0)
+	informer := factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatal("the informer never synced")
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, newVWC("pb-later"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the protobuf informer's store to hold both configurations", func() bool {
+		_, ok, _ := informer.GetStore().GetByKey("pb-later")
+		_, first, _ := informer.GetStore().GetByKey("pb")
+		return ok && first
+	})
+
+	// What goes on the wire: the protobuf media type, kube's envelope,
+	// and a 406 naming it where no form the client accepts exists.
+	r := k.do(t, "GET", "/api/v1/namespaces/pb", nil, "Accept: application/vnd.kubernetes.protobuf")
+	if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" || !bytes.HasPrefix(r.Body, []byte("k8s\x00")) {
+		t.Errorf("GET in protobuf: %d %q %q", r.Code, r.Header.Get("Content-Type"), r.Body[:min(len(r.Body), 8)])
+	}
+	r = k.do(t, "GET", "/api/v1/namespaces?watch=true&timeoutSeconds=1", nil, "Accept: application/vnd.kubernetes.protobuf")
+	if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf;stream=watch" {
+		t.Errorf("watch in protobuf: %d %q", r.Code, r.Header.Get("Content-Type"))
+	}
+	r = k.do(t, "GET", "/api/v1/namespaces", nil, "Accept: application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1")
+	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
+}
+
+// A custom resource has no protobuf form (406), its PartialObjectMetadata
+// has, as client-go's metadata client (which prefers protobuf) reads it;
+// a Scale has one.
+func TestProtobufCustomResources(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	crd := newCRD("pbscales", "pb.example.com")
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
+		SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
+	}}
+	createCRD(t, k, crd)
+	gvr := schema.GroupVersionResource{Group: "pb.example.com", Version: "v1", Resource: "pbscales"}
+	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "pb.example.com/v1", "kind": "Pbscale",
+		"metadata": map[string]any{"name": "one", "labels": map[string]any{"app": "x"}}, "spec": map[string]any{"replicas": int64(2)}}}
+	if _, err := k.Dyn.Resource(gvr).Namespace("default").Create(ctxT(t), cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/apis/pb.example.com/v1/namespaces/default/pbscales"
+	codec := protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme)
+	// The 406 itself is a Status in protobuf, the form the client
+	// accepts, as kube-apiserver negotiates an error.
+	for _, target := range []string{path + "/one", path + "?watch=true&timeoutSeconds=1"} {
+		r := k.do(t, "GET", target, nil, "Accept: application/vnd.kubernetes.protobuf")
+		obj, _, err := codec.Decode(r.Body, nil, nil)
+		if st, ok := obj.(*metav1.Status); r.Code != http.StatusNotAcceptable || r.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" || err != nil || !ok ||
+			st.Reason != metav1.StatusReasonNotAcceptable || st.Message != "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf" {
+			t.Errorf("GET %s in protobuf: %d %q %v %#v", target, r.Code, r.Header.Get("Content-Type"), err, obj)
+		}
+	}
+
+	// The metadata client, as metadata informers use it.
+	mc := metadata.NewForConfigOrDie(k.Config)
+	pom, err := mc.Resource(gvr).Namespace("default").Get(ctxT(t), "one", metav1.GetOptions{})
+	if err != nil || pom.Name != "one" || pom.Labels["app"] != "x" || pom.UID == "" {
+		t.Errorf("metadata get: %v %+v", err, pom)
+	}
+	poml, err := mc.Resource(gvr).Namespace("default").List(ctxT(t), metav1.ListOptions{})
+	if err != nil || len(poml.Items) != 1 || poml.Items[0].Name != "one" || poml.ResourceVersion == "" {
+		t.Errorf("metadata list: %v %+v", err, poml)
+	}
+	w, err := mc.Resource(gvr).Namespace("default").Watch(ctxT(t), metav1.ListOptions{ResourceVersion: poml.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := k.Dyn.Resource(gvr).Namespace("default").Patch(ctxT(t), "one", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"y"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if got, ok := ev.Object.(*metav1.PartialObjectMetadata); ev.Type != watch.Modified || !ok || got.Labels["app"] != "y" {
+			t.Errorf("metadata watch event %s %#v", ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no metadata watch event in 10s")
+	}
+	for _, as := range []string{"PartialObjectMetadata", "PartialObjectMetadataList"} {
+		target := path + "/one"
+		if as == "PartialObjectMetadataList" {
+			target = path
+		}
+		r := k.do(t, "GET", target, nil, "Accept: application/vnd.kubernetes.protobuf;as="+as+";g=meta.k8s.io;v=v1")
+		if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" {
+			t.Errorf("%s in protobuf: %d %q", as, r.Code, r.Header.Get("Content-Type"))
+		}
+	}
+
+	// The Scale, read and written in protobuf.
+	r := k.do(t, "GET", path+"/one/scale", nil, "Accept: application/vnd.kubernetes.protobuf")
+	obj, _, err := codec.Decode(r.Body, nil, nil)
+	if scale, ok := obj.(*autoscalingv1.Scale); err != nil || !ok || scale.Spec.Replicas != 2 || scale.Name != "one" {
+		t.Errorf("scale in protobuf: %d %v %#v", r.Code, err, obj)
+	}
+	r = k.do(t, "PATCH", path+"/one/scale", []byte(`{"spec":{"replicas":3}}`), "Content-Type: application/merge-patch+json", "Accept: application/vnd.kubernetes.protobuf")
+	obj, _, err = codec.Decode(r.Body, nil, nil)
+	if scale, ok := obj.(*autoscalingv1.Scale); err != nil || !ok || scale.Spec.Replicas != 3 {
+		t.Errorf("scale patched, answered in protobuf: %d %v %#v", r.Code, err, obj)
+	}
+
+	// Discovery's documents have protobuf forms too.
+	r = k.do(t, "GET", "/apis", nil, "Accept: application/vnd.kubernetes.protobuf")
+	obj, _, err = codec.Decode(r.Body, nil, nil)
+	if groups, ok := obj.(*metav1.APIGroupList); err != nil || !ok || !strings.Contains(groups.String(), "pb.example.com") {
+		t.Errorf("/apis in protobuf: %d %v %#v", r.Code, err, obj)
+	}
+}

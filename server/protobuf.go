@@ -1,0 +1,84 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/kapi-dev/kapi/server/builtin"
+	"github.com/kapi-dev/kapi/server/registry"
+)
+
+// protobufMediaType is kube-apiserver's protobuf encoding: the built-in
+// kinds, their lists and Scales, Status and discovery's documents, and
+// every resource's PartialObjectMetadata(List). Custom resources have none.
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// protobufScheme knows the Go type of everything kapi reads or writes as
+// protobuf.
+var protobufScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(builtin.AddToScheme(s))
+	utilruntime.Must(autoscalingv1.AddToScheme(s))
+	utilruntime.Must(metav1.AddMetaToScheme(s))
+	utilruntime.Must(metav1beta1.AddMetaToScheme(s))
+	return s
+}()
+
+var (
+	// protobufCodec encodes and decodes objects as kube-apiserver's
+	// protobuf media type does (the "k8s\x00" prefix and the
+	// runtime.Unknown envelope naming apiVersion and kind).
+	protobufCodec = protobuf.NewSerializer(protobufScheme, protobufScheme)
+	// protobufWatchEvents encodes a watch's events, whose objects are
+	// enveloped already, as the protobuf watch stream carries them: bare.
+	protobufWatchEvents = protobuf.NewRawSerializer(protobufScheme, protobufScheme)
+	// jsonToTyped decodes JSON into the Go type its apiVersion and kind
+	// name.
+	jsonToTyped = json.NewSerializerWithOptions(json.DefaultMetaFactory, protobufScheme, protobufScheme, json.SerializerOptions{})
+)
+
+// protobufOf encodes a response as protobuf: obj itself when it is of the
+// Go type protobufScheme has for the kind it names, else its JSON (data)
+// decoded into that type (meta.k8s.io/v1beta1's PartialObjectMetadataList,
+// say, is v1's in JSON, not in protobuf).
+func protobufOf(obj any, data []byte) ([]byte, error) {
+	typed, ok := obj.(runtime.Object)
+	if ok {
+		want, err := protobufScheme.New(typed.GetObjectKind().GroupVersionKind())
+		ok = err == nil && reflect.TypeOf(want) == reflect.TypeOf(typed)
+	}
+	if !ok {
+		var err error
+		if typed, _, err = jsonToTyped.Decode(data, nil, nil); err != nil {
+			return nil, fmt.Errorf("no protobuf form: %w", err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := protobufCodec.Encode(typed, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// protobufWatchEvent is one event of a protobuf watch stream (before its
+// framing): a metav1.WatchEvent around the object's protobuf.
+func protobufWatchEvent(typ string, object []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	err := protobufWatchEvents.Encode(&metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: object}}, &buf)
+	return buf.Bytes(), err
+}
+
+// hasProtobuf tells whether a resource's objects have a protobuf form: the
+// built-in kinds have, custom resources have not.
+func hasProtobuf(res *registry.Resource) bool {
+	return !res.Custom
+}
