@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"golang.org/x/net/websocket"
 )
 
 // protobufOnly is a client configuration that sends and accepts only
@@ -193,6 +195,30 @@ func TestProtobufBuiltinKinds(t *testing.T) {
 	r = k.do(t, "GET", "/api/v1/namespaces?watch=true&timeoutSeconds=1", nil, "Accept: application/vnd.kubernetes.protobuf")
 	if r.Code != http.StatusOK || r.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf;stream=watch" {
 		t.Errorf("watch in protobuf: %d %q", r.Code, r.Header.Get("Content-Type"))
+	}
+	// Over a WebSocket each event is a binary message of its protobuf.
+	wsCfg, err := websocket.NewConfig("ws://"+strings.TrimPrefix(k.URL, "http://")+"/api/v1/namespaces?watch=true&resourceVersion="+list.ResourceVersion, "http://localhost/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsCfg.Header.Set("Accept", "application/vnd.kubernetes.protobuf")
+	ws, err := websocket.DialConfig(wsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var msg []byte
+	if err := websocket.Message.Receive(ws, &msg); err != nil {
+		t.Fatal(err)
+	}
+	var wev metav1.WatchEvent
+	if err := wev.Unmarshal(msg); err != nil {
+		t.Fatalf("a WebSocket message is not a protobuf WatchEvent: %v %q", err, msg)
+	}
+	obj, _, err := protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme).Decode(wev.Object.Raw, nil, nil)
+	if got, ok := obj.(*corev1.Namespace); err != nil || !ok || wev.Type != "ADDED" || got.Name != "pb-watched" {
+		t.Errorf("a WebSocket event: %s %v %#v", wev.Type, err, obj)
 	}
 	r = k.do(t, "GET", "/api/v1/namespaces", nil, "Accept: application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1")
 	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
