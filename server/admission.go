@@ -214,7 +214,16 @@ func (r *warningRecorder) AddWarning(agent, text string) {
 	}
 	r.seen[text] = true
 	r.added = append(r.added, recordedWarning{agent, text})
-	if r.cutting || r.runes+utf8.RuneCountInString(text) <= warningRunesTotal {
+	if r.cutting {
+		r.write(agent, text)
+		return
+	}
+	// A text a header cannot carry is dropped before it counts, as kube
+	// drops it: it does not start the cutting.
+	if _, err := utilnet.NewWarningHeader(299, agent, text); err != nil {
+		return
+	}
+	if r.runes+utf8.RuneCountInString(text) <= warningRunesTotal {
 		r.write(agent, text)
 		return
 	}

@@ -44,3 +44,19 @@ func TestWarningLimits(t *testing.T) {
 		t.Errorf("%d headers after the budget, want %d", n, 5+12)
 	}
 }
+
+// A warning no header can carry (a control character) is dropped before it
+// counts, as kube-apiserver drops it: a long one does not start the cutting
+// of the others.
+func TestWarningUnsendableDoesNotCut(t *testing.T) {
+	w := httptest.NewRecorder()
+	ctx := withWarnings(t.Context(), w)
+	whole := strings.Repeat("a", 1000)
+	warning.AddWarning(ctx, "", whole)
+	warning.AddWarning(ctx, "", strings.Repeat("b", 4000)+"\x01")
+	warning.AddWarning(ctx, "", "after")
+	got := w.Header().Values("Warning")
+	if len(got) != 2 || !strings.Contains(got[0], whole) || !strings.Contains(got[1], "after") {
+		t.Errorf("headers %d, want the first whole and the last: %.80q", len(got), got)
+	}
+}
