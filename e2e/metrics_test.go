@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,7 +36,15 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	w.Stop()
 	body := string(k.do(t, "GET", "/metrics", nil).Body)
+	// kube-apiserver's build information: what /version says.
+	v, err := k.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildInfo := fmt.Sprintf(`kubernetes_build_info{build_date=%q,compiler=%q,git_commit=%q,git_tree_state=%q,git_version=%q,go_version=%q,major=%q,minor=%q,platform=%q} 1`,
+		v.BuildDate, v.Compiler, v.GitCommit, v.GitTreeState, v.GitVersion, v.GoVersion, v.Major, v.Minor, v.Platform)
 	for _, want := range []string{
+		buildInfo,
 		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="resource",subresource="",verb="POST",version="v1beta2"} 3`,
 		`apiserver_request_total{code="404",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="resource",subresource="",verb="GET",version="v1beta2"} 1`,
 		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="resource.k8s.io",resource="deviceclasses",scope="cluster",subresource="",verb="LIST",version="v1beta2"} 1`,

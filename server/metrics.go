@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	compbasemetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kapi-dev/kapi/server/registry"
@@ -34,6 +36,11 @@ type Metrics struct {
 // NewMetrics registers kapi's metrics (kube-apiserver's once per process).
 func NewMetrics() *Metrics {
 	apimetrics.Register()
+	registerBuildInfo.Do(func() {
+		info := versionInfo()
+		legacyregistry.MustRegister(buildInfo)
+		buildInfo.WithLabelValues(info.Major, info.Minor, info.GitVersion, info.GitCommit, info.GitTreeState, info.BuildDate, info.GoVersion, info.Compiler, info.Platform).Set(1)
+	})
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -50,6 +57,18 @@ func NewMetrics() *Metrics {
 	m.registry.MustRegister(m.commit, m.compaction)
 	return m
 }
+
+// buildInfo is kube-apiserver's kubernetes_build_info (component-base's
+// metrics/prometheus/version registers it with the libraries' own version
+// at init, not the one kapi reports at /version).
+var (
+	buildInfo = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
+		Name:           "kubernetes_build_info",
+		Help:           "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"major", "minor", "git_version", "git_commit", "git_tree_state", "build_date", "go_version", "compiler", "platform"})
+	registerBuildInfo sync.Once
+)
 
 // StorageHooks returns the store options that feed the storage metrics.
 func (m *Metrics) StorageHooks(opts storage.Options) storage.Options {
