@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,8 +17,9 @@ import (
 )
 
 // protobufMediaType is kube-apiserver's protobuf encoding: the built-in
-// kinds, their lists and Scales, Status and discovery's documents, and
-// every resource's PartialObjectMetadata(List). Custom resources have none.
+// kinds and their lists, Status and discovery's documents, and every
+// resource's PartialObjectMetadata(List). Custom resources (their Scales
+// too) have none.
 const protobufMediaType = "application/vnd.kubernetes.protobuf"
 
 // protobufScheme knows the Go type of everything kapi reads or writes as
@@ -27,7 +27,6 @@ const protobufMediaType = "application/vnd.kubernetes.protobuf"
 var protobufScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(builtin.AddToScheme(s))
-	utilruntime.Must(autoscalingv1.AddToScheme(s))
 	utilruntime.Must(metav1.AddMetaToScheme(s))
 	utilruntime.Must(metav1beta1.AddMetaToScheme(s))
 	return s
@@ -78,7 +77,7 @@ func protobufWatchEvent(typ string, object []byte) ([]byte, error) {
 }
 
 // hasProtobuf tells whether a resource's objects have a protobuf form: the
-// built-in kinds have, custom resources have not.
+// built-in kinds have, custom resources (and their Scales) have not.
 func hasProtobuf(res *registry.Resource) bool {
 	return !res.Custom
 }

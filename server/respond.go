@@ -53,8 +53,9 @@ type output struct {
 
 // negotiate picks the response form of a resource's endpoint from the
 // Accept header. protobuf tells whether the endpoint's objects have a
-// protobuf form (a built-in kind's, a Scale; a custom resource's
-// PartialObjectMetadata has one, the custom resource not). allowAs lists
+// protobuf form (a built-in kind's; a custom resource's
+// PartialObjectMetadata has one, the custom resource and its Scale not, as
+// kube's scale handler keeps the custom resource's media types). allowAs lists
 // the "as" transformations the endpoint offers. It fails with 406 when no
 // acceptable form exists.
 func negotiate(r *http.Request, protobuf bool, allowAs ...string) (output, error) {

@@ -87,7 +87,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			writeError(w, r, err)
 			return
 		}
-		out, err := negotiate(r, true, "Table", "PartialObjectMetadata")
+		out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -280,8 +280,8 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		writeError(w, r, err)
 		return
 	}
-	// In the form negotiated before the write (a Scale has protobuf).
-	out, _ := negotiate(r, true)
+	// In the form negotiated before the write.
+	out, _ := negotiate(r, hasProtobuf(req.res))
 	writeObject(w, r, output{yaml: out.yaml, protobuf: out.protobuf}, http.StatusOK, result)
 }
 

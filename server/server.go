@@ -477,7 +477,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req *reso
 		// As kube-apiserver's write handlers: the response's form is
 		// negotiated before anything is written, so that a 406 changes
 		// nothing.
-		if _, err := negotiate(r, hasProtobuf(req.res) || req.subresource == "scale", "Table", "PartialObjectMetadata", "PartialObjectMetadataList"); err != nil {
+		if _, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList"); err != nil {
 			writeError(w, r, err)
 			return
 		}
