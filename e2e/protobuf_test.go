@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -102,6 +103,46 @@ func TestProtobufBuiltinKinds(t *testing.T) {
 		}
 		return false
 	})
+
+	// Every built-in kind's list, in every served version, is its Go type's
+	// protobuf.
+	_, resourceLists, err := k.Client.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	codec := protobuf.NewSerializer(scheme, scheme)
+	lists := 0
+	for _, rl := range resourceLists {
+		gv, _ := schema.ParseGroupVersion(rl.GroupVersion)
+		if gv.Group == "pb.example.com" {
+			continue // a custom resource's: none
+		}
+		for _, res := range rl.APIResources {
+			if strings.Contains(res.Name, "/") {
+				continue
+			}
+			prefix := "/apis/" + rl.GroupVersion
+			if gv.Group == "" {
+				prefix = "/api/" + gv.Version
+			}
+			r := k.do(t, "GET", prefix+"/"+res.Name, nil, "Accept: application/vnd.kubernetes.protobuf")
+			obj, gvk, err := codec.Decode(r.Body, nil, nil)
+			if err != nil || gvk == nil || *gvk != gv.WithKind(res.Kind+"List") || meta.LenList(obj) < 0 {
+				t.Errorf("%s/%s in protobuf: %d %v %v", rl.GroupVersion, res.Name, r.Code, gvk, err)
+			}
+			lists++
+		}
+	}
+	if lists < 9 { // namespaces, 2 webhook configurations, 2×2 policies and bindings, device classes, CRDs
+		t.Errorf("%d built-in lists read, want at least 9", lists)
+	}
 
 	// Errors are protobuf Statuses, which client-go reads as such.
 	_, err = c.CoreV1().Namespaces().Get(ctx, "missing", metav1.GetOptions{})
