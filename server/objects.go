@@ -73,7 +73,7 @@ func readObjectBody(r *http.Request, allowed ...string) ([]byte, string, []error
 		return nil, "", nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
 	}
 	if mt == protobufMediaType {
-		obj, _, err := protobufCodec.Decode(data, nil, nil)
+		obj, _, err := protobufCodecs().codec.Decode(data, nil, nil)
 		if err != nil {
 			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
 		}
