@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
 // The aggregated discovery document's ETag follows the served kinds: a
@@ -153,6 +157,70 @@ func TestRequestsAsKubeHandlerChain(t *testing.T) {
 	} {
 		if code, body := call(t, ts, c.method, c.path, "", ""); code != http.StatusOK {
 			t.Errorf("%s %s: %d %.200s, want 200", c.method, c.path, code, body)
+		}
+	}
+}
+
+// The aggregated discovery document is served in every media type kube's
+// codecs have (its handler's restrictions allow the transformation for any
+// of them), as kube-apiserver's aggregated discovery handler serves it: the
+// Content-Type names the media type with the document's group, version and
+// kind; compact JSON ends with a newline, a client that asks for pretty
+// output (pretty=1, or a curl User-Agent) gets it indented.
+func TestAggregatedDiscoveryMediaTypes(t *testing.T) {
+	ts := newTestServer(t)
+	const params = ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	scheme := runtime.NewScheme()
+	if err := apidiscoveryv2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	codecs := serializer.NewCodecFactory(scheme)
+	for _, tc := range []struct {
+		path, accept, userAgent, contentType string
+		check                                func([]byte) bool
+	}{
+		{"/apis", "application/json" + params, "", "application/json" + params,
+			func(b []byte) bool {
+				return bytes.HasPrefix(b, []byte(`{"kind":"APIGroupDiscoveryList"`)) && bytes.HasSuffix(b, []byte("}\n"))
+			}},
+		{"/apis", "application/json;pretty=1" + params, "", "application/json" + params,
+			func(b []byte) bool {
+				return bytes.HasPrefix(b, []byte("{\n  \"kind\": ")) && bytes.HasSuffix(b, []byte("\n}"))
+			}},
+		{"/apis", "application/json" + params, "curl/8.5.0", "application/json" + params,
+			func(b []byte) bool { return bytes.HasPrefix(b, []byte("{\n  \"kind\": ")) }},
+		{"/apis", "application/yaml" + params, "", "application/yaml" + params,
+			func(b []byte) bool { return bytes.HasPrefix(b, []byte("apiVersion: apidiscovery.k8s.io/v2\n")) }},
+		{"/apis", "application/vnd.kubernetes.protobuf" + params, "", "application/vnd.kubernetes.protobuf" + params,
+			func(b []byte) bool { return bytes.HasPrefix(b, []byte("k8s\x00")) }},
+		{"/api", "application/vnd.kubernetes.protobuf" + params, "", "application/vnd.kubernetes.protobuf" + params,
+			func(b []byte) bool { return bytes.HasPrefix(b, []byte("k8s\x00")) }},
+		// The first acceptable media type wins, YAML here.
+		{"/apis", "application/yaml" + params + ",application/json" + params, "", "application/yaml" + params,
+			func(b []byte) bool { return bytes.HasPrefix(b, []byte("apiVersion: ")) }},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+tc.path, nil)
+		req.Header.Set("Accept", tc.accept)
+		if tc.userAgent != "" {
+			req.Header.Set("User-Agent", tc.userAgent)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.contentType || resp.Header.Get("ETag") == "" || !tc.check(body) {
+			t.Errorf("%s with %s: %d %q ETag %q %.80q", tc.path, tc.accept, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("ETag"), body)
+			continue
+		}
+		mediaType, _, _ := strings.Cut(tc.contentType, ";")
+		info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
+		var list apidiscoveryv2.APIGroupDiscoveryList
+		if _, _, err := info.Serializer.Decode(body, nil, &list); err != nil || list.Kind != "APIGroupDiscoveryList" || len(list.Items) == 0 {
+			t.Errorf("%s with %s: %v %+v", tc.path, tc.accept, err, list)
+		} else if tc.path == "/apis" && list.Items[0].Name != "admissionregistration.k8s.io" || tc.path == "/api" && list.Items[0].Name != "" {
+			t.Errorf("%s with %s: first group %q", tc.path, tc.accept, list.Items[0].Name)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,9 +19,9 @@ import (
 )
 
 // protobufMediaType is kube-apiserver's protobuf encoding: the built-in
-// kinds and their lists, Status and discovery's documents, and every
-// resource's PartialObjectMetadata(List). Custom resources (their Scales
-// too) have none.
+// kinds and their lists, Status and discovery's documents (the aggregated
+// one too), and every resource's PartialObjectMetadata(List). Custom
+// resources (their Scales too) have none.
 const protobufMediaType = "application/vnd.kubernetes.protobuf"
 
 // protobufCodecs are the encoders and decoders of kapi's protobuf, over a
@@ -30,6 +31,7 @@ const protobufMediaType = "application/vnd.kubernetes.protobuf"
 var protobufCodecs = sync.OnceValue(func() *protobufCodecSet {
 	s := runtime.NewScheme()
 	utilruntime.Must(builtin.AddToScheme(s))
+	utilruntime.Must(apidiscoveryv2.AddToScheme(s))
 	utilruntime.Must(metav1.AddMetaToScheme(s))
 	utilruntime.Must(metav1beta1.AddMetaToScheme(s))
 	return &protobufCodecSet{

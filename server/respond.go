@@ -99,12 +99,14 @@ func negotiateFor(r *http.Request, serverVersion string, protobuf bool, allowAs 
 		}
 		if as := m.Params["as"]; as != "" {
 			// In JSON or YAML, as kube-apiserver encodes a Table or a
-			// PartialObjectMetadata(List) (discovery's JSON only); the
-			// PartialObjectMetadata(List) of any resource in protobuf too.
-			if !allowed(as, allowAs) || (isYAML && as == "APIGroupDiscoveryList") {
+			// PartialObjectMetadata(List); the PartialObjectMetadata(List)
+			// of any resource and the aggregated discovery document in
+			// protobuf too (its handler's restrictions allow it in every
+			// media type its codecs have).
+			if !allowed(as, allowAs) {
 				continue
 			}
-			if isProtobuf && as != "PartialObjectMetadata" && as != "PartialObjectMetadataList" {
+			if isProtobuf && as == "Table" {
 				continue
 			}
 			g, v := m.Params["g"], m.Params["v"]
@@ -182,8 +184,6 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 			return
 		}
 		contentType = "application/yaml"
-	case out.as == "APIGroupDiscoveryList":
-		contentType = "application/json;g=apidiscovery.k8s.io;v=" + out.version + ";as=APIGroupDiscoveryList"
 	case out.pretty || pretty(r) || out.raw:
 		// Indented, and no newline after it, as kube-apiserver's encoder
 		// writes pretty JSON (compact JSON ends with one).
@@ -195,6 +195,11 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 		}
 	default:
 		data = append(data, '\n')
+	}
+	if out.as == "APIGroupDiscoveryList" {
+		// As kube-apiserver's aggregated discovery: the media type names
+		// the document's group, version and kind.
+		contentType += ";g=apidiscovery.k8s.io;v=" + out.version + ";as=APIGroupDiscoveryList"
 	}
 	w.Header().Set("Content-Type", contentType)
 	if len(data) > gzipThresholdBytes && acceptsGzip(r) && !loopbackClient(r) {
