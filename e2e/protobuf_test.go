@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -347,5 +348,96 @@ func TestProtobufCustomResources(t *testing.T) {
 	obj, _, err := codec.Decode(r.Body, nil, nil)
 	if groups, ok := obj.(*metav1.APIGroupList); err != nil || !ok || !strings.Contains(groups.String(), "pb.example.com") {
 		t.Errorf("/apis in protobuf: %d %v %#v", r.Code, err, obj)
+	}
+}
+
+// What kube-apiserver's handlers do with a transformation or a media type
+// on the answers of writes and around errors: a delete's Status goes out
+// as it is in the media type negotiated (protobuf here) whatever the
+// transformation asked; a deletecollection's list is transformed (its
+// PartialObjectMetadataList, or a Table); a /scale write's Scale too; a
+// Scale asked for as a PartialObjectMetadataList is kube's 406 naming its
+// Go type; a get negotiates before it reads (a custom resource asked for
+// in protobuf alone is a 406 even when missing); a list reads and
+// validates its options before it negotiates.
+func TestProtobufTransformedAnswers(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	scheme := runtime.NewScheme()
+	if err := clientscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	codec := protobuf.NewSerializer(scheme, scheme)
+	decode := func(r httpResult) runtime.Object {
+		t.Helper()
+		if ct := r.Header.Get("Content-Type"); ct != "application/vnd.kubernetes.protobuf" {
+			t.Errorf("Content-Type %q, want protobuf; %d %.200q", ct, r.Code, r.Body)
+			return nil
+		}
+		obj, _, err := codec.Decode(r.Body, nil, nil)
+		if err != nil {
+			t.Errorf("undecodable protobuf: %v", err)
+		}
+		return obj
+	}
+	const vwcs = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+	for _, name := range []string{"one", "two", "three"} {
+		vwc := newVWC(name)
+		vwc.Labels = map[string]string{"set": map[bool]string{true: "a", false: "b"}[name != "three"]}
+		if _, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctxT(t), vwc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pom := "Accept: application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+	poml := "Accept: application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	r := k.do(t, "DELETE", vwcs+"/one", nil, pom)
+	if st, ok := decode(r).(*metav1.Status); r.Code != http.StatusOK || !ok || st.Status != metav1.StatusSuccess || st.Details == nil || st.Details.Name != "one" {
+		t.Errorf("delete answered as PartialObjectMetadata: %d %#v", r.Code, st)
+	}
+	r = k.do(t, "DELETE", vwcs+"?labelSelector=set%3Da", nil, poml)
+	if l, ok := decode(r).(*metav1.PartialObjectMetadataList); r.Code != http.StatusOK || !ok || len(l.Items) != 1 || l.Items[0].Name != "two" || l.Items[0].Labels["set"] != "a" {
+		t.Errorf("deletecollection answered as PartialObjectMetadataList: %d %#v", r.Code, l)
+	}
+	r = k.do(t, "DELETE", vwcs+"?labelSelector=set%3Db", nil, "Accept: application/json;as=Table;g=meta.k8s.io;v=v1")
+	var table metav1.Table
+	if err := json.Unmarshal(r.Body, &table); r.Code != http.StatusOK || err != nil || table.Kind != "Table" || len(table.Rows) != 1 || table.Rows[0].Cells[0] != "three" {
+		t.Errorf("deletecollection answered as a Table: %d %v %.300s", r.Code, err, r.Body)
+	}
+
+	crd := newCRD("pbscales", "pbt.example.com")
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
+		SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
+	}}
+	createCRD(t, k, crd)
+	gvr := schema.GroupVersionResource{Group: "pbt.example.com", Version: "v1", Resource: "pbscales"}
+	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "pbt.example.com/v1", "kind": "Pbscale",
+		"metadata": map[string]any{"name": "one"}, "spec": map[string]any{"replicas": int64(2)}}}
+	if _, err := k.Dyn.Resource(gvr).Namespace("default").Create(ctxT(t), cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/apis/pbt.example.com/v1/namespaces/default/pbscales"
+	r = k.do(t, "PATCH", path+"/one/scale", []byte(`{"spec":{"replicas":3}}`), "Content-Type: application/merge-patch+json", pom)
+	if m, ok := decode(r).(*metav1.PartialObjectMetadata); r.Code != http.StatusOK || !ok || m.Name != "one" || m.Kind != "PartialObjectMetadata" {
+		t.Errorf("scale patched, answered as PartialObjectMetadata: %d %#v", r.Code, m)
+	}
+	// An error's Status takes no transformation: with none of the forms
+	// the client accepts, it is kube's indented JSON.
+	r = k.do(t, "GET", path+"/one/scale", nil, poml)
+	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "you requested PartialObjectMetadataList, but the requested object is not a list (*v1.Scale)")
+	const notAcceptable = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+	r = k.do(t, "GET", path+"/missing/scale", nil, "Accept: application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1")
+	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, notAcceptable)
+	r = k.do(t, "GET", path+"/missing", nil, "Accept: application/vnd.kubernetes.protobuf")
+	if st, ok := decode(r).(*metav1.Status); r.Code != http.StatusNotAcceptable || !ok || st.Message != notAcceptable {
+		t.Errorf("GET a missing custom resource in protobuf: %d %#v", r.Code, st)
+	}
+	r = k.do(t, "GET", path+"?resourceVersionMatch=NotOlderThan", nil, "Accept: application/vnd.kubernetes.protobuf")
+	if st, ok := decode(r).(*metav1.Status); r.Code != http.StatusUnprocessableEntity || !ok || st.Reason != metav1.StatusReasonInvalid ||
+		!strings.Contains(st.Message, "resourceVersionMatch is forbidden unless resourceVersion is provided") {
+		t.Errorf("a list with invalid options, asked for in protobuf: %d %#v", r.Code, st)
 	}
 }

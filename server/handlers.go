@@ -48,6 +48,13 @@ import (
 const tooLargeRVWait = 3 * time.Second
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	// As kube-apiserver's get handler: the response's form is negotiated
+	// first, so a client accepting none the resource has (protobuf alone,
+	// for a custom resource) gets its 406 before any other error.
+	if _, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList"); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	var opts metav1.GetOptions
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
 		writeError(w, r, apierrors.NewBadRequest(err.Error()))
@@ -243,15 +250,17 @@ func (sel *selection) matches(obj *unstructured.Unstructured) (bool, error) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadataList", "PartialObjectMetadata")
-	if err == nil && out.as == "PartialObjectMetadata" {
-		err = notPartialMetadataShape(req.res, true)
-	}
+	// As kube-apiserver's list handler: the options are read and
+	// validated before the response's form is negotiated.
+	opts, err := parseListOptions(r, false)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	opts, err := parseListOptions(r, false)
+	out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadataList", "PartialObjectMetadata")
+	if err == nil && out.as == "PartialObjectMetadata" {
+		err = notPartialMetadataShape(req.res, true)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -265,6 +274,24 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		writeError(w, r, err)
 		return
 	}
+	if out.as != "" {
+		s.writeListAs(w, r, req, out, items, listMeta)
+		return
+	}
+	bareListItems(req.res, items)
+	list, err := encodeList(schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(), req.res.ListKind, listMeta, items)
+	if err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	writeObject(w, r, out, http.StatusOK, list)
+}
+
+// writeListAs writes a list (items in the requested version) in the
+// transformed form negotiated, as kube-apiserver's transformResponseObject
+// does with a list a read or a deletecollection gives: a Table, a
+// PartialObjectMetadataList, or for a PartialObjectMetadata its 406.
+func (s *Server) writeListAs(w http.ResponseWriter, r *http.Request, req *resourceRequest, out output, items []*unstructured.Unstructured, listMeta metav1.ListMeta) {
 	switch out.as {
 	case "Table":
 		table, err := s.table(r, req, out.version, items, listMeta)
@@ -282,13 +309,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req *resourceReque
 		}
 		writeObject(w, r, out, http.StatusOK, list)
 	default:
-		bareListItems(req.res, items)
-		list, err := encodeList(schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(), req.res.ListKind, listMeta, items)
-		if err != nil {
-			writeError(w, r, apierrors.NewInternalError(err))
-			return
-		}
-		writeObject(w, r, out, http.StatusOK, list)
+		writeError(w, r, notPartialMetadataShape(req.res, true))
 	}
 }
 
@@ -1132,8 +1153,11 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 		s.respondObject(w, r, req, code, obj)
 		return
 	}
-	negotiated, _ := negotiate(r, hasProtobuf(req.res))
-	writeObject(w, r, output{yaml: negotiated.yaml, protobuf: negotiated.protobuf}, http.StatusOK, &metav1.Status{
+	// In the form negotiated before the delete; a transformation asked
+	// for leaves a Status as it is (kube-apiserver's doTransformObject),
+	// in the media type asked for.
+	negotiated, _ := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+	writeObject(w, r, output{yaml: negotiated.yaml, protobuf: negotiated.protobuf, pretty: negotiated.pretty}, http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{
@@ -1367,15 +1391,20 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req *r
 			return
 		}
 	}
+	// In the form negotiated before the deletes: the list deleted, or
+	// its Table or PartialObjectMetadataList (a PartialObjectMetadata
+	// is kube-apiserver's 406, the deletes done).
+	negotiated, _ := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+	if negotiated.as != "" {
+		s.writeListAs(w, r, req, negotiated, listed, lm)
+		return
+	}
 	bareListItems(req.res, listed)
 	out := make([]interface{}, len(listed))
 	for i, obj := range listed {
 		out[i] = obj.Object
 	}
-	// In JSON or YAML, as the client prefers (negotiated before the
-	// deletes).
-	negotiated, _ := negotiate(r, hasProtobuf(req.res))
-	writeObject(w, r, output{yaml: negotiated.yaml, protobuf: negotiated.protobuf}, http.StatusOK, map[string]interface{}{
+	writeObject(w, r, negotiated, http.StatusOK, map[string]interface{}{
 		"apiVersion": schema.GroupVersion{Group: req.res.Group, Version: req.version}.String(),
 		"kind":       req.res.ListKind,
 		"metadata":   lm,

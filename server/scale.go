@@ -64,7 +64,14 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 	sc := req.res.ScaleIn(req.version)
 	switch r.Method {
 	case http.MethodGet:
-		err := checkPathName(req.name)
+		// As kube-apiserver's get handler: the form first (a 406 before
+		// a 404).
+		out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		err = checkPathName(req.name)
 		var cr *unstructured.Unstructured
 		if err == nil {
 			cr, _, err = s.getObject(r.Context(), req.res, req.namespace, req.name)
@@ -87,32 +94,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			writeError(w, r, err)
 			return
 		}
-		out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		if out.as == "" {
-			writeObject(w, r, out, http.StatusOK, scale)
-			return
-		}
-		// kubectl get --subresource=scale asks for a Table, printed with
-		// the Scale's own columns, as kube-apiserver's.
-		u, err := scaleToUnstructured(scale)
-		if err != nil {
-			writeError(w, r, apierrors.NewInternalError(err))
-			return
-		}
-		if out.as == "PartialObjectMetadata" {
-			writeObject(w, r, out, http.StatusOK, partialMetadata(u, out.version))
-			return
-		}
-		table, err := tableOf(r, sc.Table, out.version, []*unstructured.Unstructured{u}, metav1.ListMeta{ResourceVersion: u.GetResourceVersion()})
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeObject(w, r, out, http.StatusOK, table)
+		writeScale(w, r, sc, out, scale)
 	case http.MethodPut, http.MethodPatch:
 		s.updateScale(w, r, req)
 	default:
@@ -281,8 +263,45 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		return
 	}
 	// In the form negotiated before the write.
-	out, _ := negotiate(r, hasProtobuf(req.res))
-	writeObject(w, r, output{yaml: out.yaml, protobuf: out.protobuf}, http.StatusOK, result)
+	out, _ := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+	writeScale(w, r, sc, out, result)
+}
+
+// writeScale writes a Scale read or written through /scale in the form
+// negotiated, as kube-apiserver's handlers transform it: the Scale, its
+// PartialObjectMetadata, or its Table with the Scale's own columns (what
+// kubectl get --subresource=scale asks for); a PartialObjectMetadataList is
+// kube's 406 naming the Scale's Go type (its negotiation accepts one on any
+// endpoint).
+func writeScale(w http.ResponseWriter, r *http.Request, sc *registry.Scale, out output, scale *autoscalingv1.Scale) {
+	if out.as == "" {
+		writeObject(w, r, out, http.StatusOK, scale)
+		return
+	}
+	if out.as == "PartialObjectMetadataList" {
+		writeError(w, r, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusNotAcceptable,
+			Reason:  metav1.StatusReasonNotAcceptable,
+			Message: "you requested PartialObjectMetadataList, but the requested object is not a list (*v1.Scale)",
+		}})
+		return
+	}
+	u, err := scaleToUnstructured(scale)
+	if err != nil {
+		writeError(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	if out.as == "PartialObjectMetadata" {
+		writeObject(w, r, out, http.StatusOK, partialMetadata(u, out.version))
+		return
+	}
+	table, err := tableOf(r, sc.Table, out.version, []*unstructured.Unstructured{u}, metav1.ListMeta{ResourceVersion: u.GetResourceVersion()})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeObject(w, r, out, http.StatusOK, table)
 }
 
 // unsetReplicas stands for a custom resource without spec replicas in its
