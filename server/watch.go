@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -781,17 +782,40 @@ func (ww *watchWriter) bookmark(rev int64, initialEventsEnd bool) bool {
 	return ww.writeObjectEvent("BOOKMARK", data)
 }
 
-// listBlueprint is the JSON of an empty list of the watch's kind and form.
+// listBlueprint is an empty list of the watch's kind and form, encoded as
+// kube-apiserver's watch encodes it: the versioned empty list of the
+// resource (a built-in kind's typed list, whose items are null in JSON; a
+// custom resource's UnstructuredList, with only its apiVersion, kind and
+// empty items), or for a metadata watch its PartialObjectMetadataList; its
+// JSON as the JSON serializer writes it, ending with a newline.
 func (ww *watchWriter) listBlueprint(gv schema.GroupVersion) ([]byte, error) {
-	list := map[string]interface{}{"apiVersion": gv.String(), "kind": ww.req.res.ListKind, "metadata": map[string]interface{}{}, "items": []interface{}{}}
-	if ww.out.as == "PartialObjectMetadata" {
-		list["apiVersion"], list["kind"] = "meta.k8s.io/"+ww.out.version, "PartialObjectMetadataList"
+	var list any
+	switch {
+	case ww.out.as == "PartialObjectMetadata":
+		typeMeta := metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + ww.out.version}
+		if ww.out.version == "v1beta1" {
+			list = &metav1beta1.PartialObjectMetadataList{TypeMeta: typeMeta}
+		} else {
+			list = &metav1.PartialObjectMetadataList{TypeMeta: typeMeta}
+		}
+	case ww.req.res.Custom:
+		list = map[string]interface{}{"apiVersion": gv.String(), "kind": ww.req.res.ListKind, "items": []interface{}{}}
+	default:
+		typed, err := protobufCodecs().scheme.New(gv.WithKind(ww.req.res.ListKind))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		typed.GetObjectKind().SetGroupVersionKind(gv.WithKind(ww.req.res.ListKind))
+		list = typed
 	}
-	data, err := unstructuredjson.Marshal(list)
-	if err != nil || !ww.out.protobuf {
-		return data, err
+	if ww.out.protobuf {
+		return protobufOf(list, nil)
 	}
-	return protobufOf(list, data)
+	data, err := json.Marshal(list)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return append(data, '\n'), nil
 }
 
 func (ww *watchWriter) sendError(err error) bool {
