@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 const nsPath = "/api/v1/namespaces"
@@ -229,5 +231,43 @@ func TestCreateWithResourceVersionNotARevision(t *testing.T) {
 	code, body := call(t, ts, http.MethodPost, nsPath, "application/json", `{"metadata":{"name":"rv-rev","resourceVersion":"7"}}`)
 	if code != http.StatusBadRequest || !strings.Contains(body, "resourceVersion should not be set on objects to be created") {
 		t.Errorf("create with resourceVersion 7: %d %s, want 400", code, body)
+	}
+}
+
+// A protobuf body that does not decode is answered as kube-apiserver's
+// create and update handlers answer it (transformDecodeError): an envelope
+// that does not parse makes the object unrecognized, with a hex summary of
+// the body; an envelope whose object does not parse names its kind and
+// version. An envelope without a kind or version takes the endpoint's, as
+// kube's decoder defaults it (scope.Kind).
+func TestProtobufBodyDecodeErrors(t *testing.T) {
+	ts := newTestServer(t)
+	envelope := func(apiVersion, kind string, raw []byte) string {
+		unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw}
+		data, err := unk.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "k8s\x00" + string(data)
+	}
+	ns, err := (&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kindless"}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		body, want string
+		code       int
+	}{
+		{"k8s\x00\xff", `the object provided is unrecognized (must be of type Namespace): `, http.StatusBadRequest},
+		{`{"apiVersion":"v1"}`, `the object provided is unrecognized (must be of type Namespace): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] ({"apiVersion":"v1"})`, http.StatusBadRequest},
+		{"0123456789012345678901234567890123456789", `the object provided is unrecognized (must be of type Namespace): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] (303132333435363738393031323334353637383930313233343536373839 ...)`, http.StatusBadRequest},
+		{envelope("v1", "Namespace", []byte{0xff}), `Namespace in version "v1" cannot be handled as a Namespace: `, http.StatusBadRequest},
+		{envelope("", "", ns), "", http.StatusCreated},
+	} {
+		code, body := call(t, ts, http.MethodPost, "/api/v1/namespaces", "application/vnd.kubernetes.protobuf", tc.body)
+		var st metav1.Status
+		if code != tc.code || (tc.want != "" && (json.Unmarshal([]byte(body), &st) != nil || !strings.HasPrefix(st.Message, tc.want))) {
+			t.Errorf("body %q: %d %s, want %d %s", tc.body, code, body, tc.code, tc.want)
+		}
 	}
 }

@@ -542,9 +542,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, yamlStrict, err := readObjectBody(r, bodyTypes(req.res)...)
+	body, _, yamlStrict, err := readObjectBody(r, req.gvk(), bodyTypes(req.res)...)
 	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
 		err = undecodable(req, ye.body, ye.err)
+	}
+	if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
+		err = pe.status(req.res.Kind)
 	}
 	if err != nil {
 		writeError(w, r, err)
@@ -832,9 +835,12 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, yamlStrict, err := readObjectBody(r, bodyTypes(req.res)...)
+	body, _, yamlStrict, err := readObjectBody(r, req.gvk(), bodyTypes(req.res)...)
 	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
 		err = undecodable(req, ye.body, ye.err)
+	}
+	if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
+		err = pe.status(req.res.Kind)
 	}
 	if err != nil {
 		writeError(w, r, err)

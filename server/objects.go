@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,11 +29,50 @@ import (
 // as JSON, converting YAML (a server-side apply configuration is returned
 // as sent: see decodeApplyConfig). allowed lists the accepted media types.
 func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
-	data, mt, _, err := readObjectBody(r, allowed...)
+	data, mt, _, err := readObjectBody(r, nil, allowed...)
 	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
 		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
 	}
+	if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", pe.err))
+	}
 	return data, mt, err
+}
+
+// protobufBodyError is a protobuf body that does not decode: the error,
+// and the kind its envelope named (nil when the envelope did not parse).
+type protobufBodyError struct {
+	body []byte
+	gvk  *schema.GroupVersionKind
+	err  error
+}
+
+func (e *protobufBodyError) Error() string { return e.err.Error() }
+
+// status is the error as kube-apiserver's create and update handlers word
+// a body their decoder refused (transformDecodeError), kind being the
+// endpoint's.
+func (e *protobufBodyError) status(kind string) error {
+	if e.gvk != nil && e.gvk.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", e.gvk.Kind, e.gvk.Version, kind, e.err))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, e.err, summarizeData(e.body)))
+}
+
+// summarizeData is kube-apiserver's summary of a body it could not
+// decode: its first 30 bytes, as text when it starts as a JSON object,
+// else in hex.
+func summarizeData(data []byte) string {
+	const maxLength = 30
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		return summarize(data)
+	case len(data) > maxLength:
+		return hex.EncodeToString(data[:maxLength]) + " ..."
+	}
+	return hex.EncodeToString(data)
 }
 
 // yamlBodyError is a YAML body that does not parse: decodeObject words it
@@ -46,8 +86,10 @@ func (e *yamlBodyError) Error() string { return e.err.Error() }
 
 // readObjectBody is readBody for an object's body: a YAML one is also read
 // strictly, as kube-apiserver's strict YAML decoder reads it, and its
-// duplicate keys come back as a strict error (kube lists it first).
-func readObjectBody(r *http.Request, allowed ...string) ([]byte, string, []error, error) {
+// duplicate keys come back as a strict error (kube lists it first). A
+// protobuf envelope without a kind or version takes defaultGVK's, as kube's
+// decoder defaults it to the endpoint's kind.
+func readObjectBody(r *http.Request, defaultGVK *schema.GroupVersionKind, allowed ...string) ([]byte, string, []error, error) {
 	ct := r.Header.Get("Content-Type")
 	mt := "application/json"
 	if ct != "" {
@@ -73,9 +115,9 @@ func readObjectBody(r *http.Request, allowed ...string) ([]byte, string, []error
 		return nil, "", nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
 	}
 	if mt == protobufMediaType {
-		obj, _, err := protobufCodecs().codec.Decode(data, nil, nil)
+		obj, gvk, err := protobufCodecs().codec.Decode(data, defaultGVK, nil)
 		if err != nil {
-			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
+			return nil, "", nil, &protobufBodyError{body: data, gvk: gvk, err: err}
 		}
 		if data, err = json.Marshal(obj); err != nil {
 			// A RawExtension (a DeviceClass's opaque parameters) that
@@ -433,4 +475,11 @@ func strictWarnings(err error) []string {
 		}
 	}
 	return []string{msg}
+}
+
+// gvk is the kind of the request's endpoint, in the requested version:
+// what kube-apiserver's decoder defaults a body's missing kind and version
+// to (its scope.Kind).
+func (req *resourceRequest) gvk() *schema.GroupVersionKind {
+	return &schema.GroupVersionKind{Group: req.res.Group, Version: req.version, Kind: req.res.Kind}
 }
