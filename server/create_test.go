@@ -271,3 +271,39 @@ func TestProtobufBodyDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// A custom resource's create and update name protobuf among the media
+// types they take, as kube-apiserver's handlers for custom resources do
+// (their serializer has one, to answer PartialObjectMetadata): a protobuf
+// body is then refused as their decoder refuses it (it cannot decode into
+// an unstructured object, whose kind is not set yet), naming the envelope's
+// kind and version.
+func TestCustomResourceProtobufBody(t *testing.T) {
+	ts := newTestServer(t)
+	serveThings(t, ts)
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "a.example.com/v1", Kind: "Thing"}, Raw: []byte{}}
+	data, err := unk.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "/apis/a.example.com/v1/namespaces/default/things"
+	for _, tc := range []struct {
+		method, path, contentType, body, want string
+		code                                  int
+	}{
+		{http.MethodPost, path, "application/vnd.kubernetes.protobuf", "k8s\x00" + string(data),
+			`Thing in version "v1" cannot be handled as a Thing: Object 'Kind' is missing in 'object has no kind field '`, http.StatusBadRequest},
+		{http.MethodPut, path + "/one", "application/vnd.kubernetes.protobuf", "k8s\x00" + string(data),
+			`Thing in version "v1" cannot be handled as a Thing: Object 'Kind' is missing in 'object has no kind field '`, http.StatusBadRequest},
+		{http.MethodPost, path, "application/vnd.kubernetes.protobuf", "{}",
+			`the object provided is unrecognized (must be of type Thing): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] ({})`, http.StatusBadRequest},
+		{http.MethodPost, path, "text/plain", "{}",
+			"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf", http.StatusUnsupportedMediaType},
+	} {
+		code, body := call(t, ts, tc.method, tc.path, tc.contentType, tc.body)
+		var st metav1.Status
+		if code != tc.code || json.Unmarshal([]byte(body), &st) != nil || st.Message != tc.want {
+			t.Errorf("%s %s %s %q: %d %s, want %d %s", tc.method, tc.path, tc.contentType, tc.body, code, body, tc.code, tc.want)
+		}
+	}
+}

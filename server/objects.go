@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
@@ -115,6 +116,16 @@ func readObjectBody(r *http.Request, defaultGVK *schema.GroupVersionKind, allowe
 		return nil, "", nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
 	}
 	if mt == protobufMediaType {
+		if defaultGVK != nil && !protobufCodecs().scheme.Recognizes(*defaultGVK) {
+			// A custom resource: kube's decoder reads the envelope, then
+			// fails to decode into the unstructured object it is handed,
+			// whose kind is not set yet (its typer's error).
+			_, gvk, err := protobufCodecs().codec.Decode(data, defaultGVK, &runtime.Unknown{})
+			if err == nil {
+				err = runtime.NewMissingKindErr("object has no kind field ")
+			}
+			return nil, "", nil, &protobufBodyError{body: data, gvk: gvk, err: err}
+		}
 		obj, gvk, err := protobufCodecs().codec.Decode(data, defaultGVK, nil)
 		if err != nil {
 			return nil, "", nil, &protobufBodyError{body: data, gvk: gvk, err: err}
@@ -140,12 +151,11 @@ func readObjectBody(r *http.Request, defaultGVK *schema.GroupVersionKind, allowe
 	return data, mt, strict, nil
 }
 
-// bodyTypes are the media types a create or update of res accepts.
-func bodyTypes(res *registry.Resource) []string {
-	if res.GoType != nil {
-		return []string{"application/json", "application/yaml", protobufMediaType}
-	}
-	return []string{"application/json", "application/yaml"}
+// bodyTypes are the media types a create or update of res accepts: those
+// of its serializer in kube-apiserver, which has protobuf for custom
+// resources too (a protobuf custom resource then fails to decode).
+func bodyTypes(*registry.Resource) []string {
+	return []string{"application/json", "application/yaml", protobufMediaType}
 }
 
 // unsupportedMediaType is kube-apiserver's 415 (negotiation's error): the
