@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -424,6 +425,21 @@ func TestProtobufTransformedAnswers(t *testing.T) {
 	if m, ok := decode(r).(*metav1.PartialObjectMetadata); r.Code != http.StatusOK || !ok || m.Name != "one" || m.Kind != "PartialObjectMetadata" {
 		t.Errorf("scale patched, answered as PartialObjectMetadata: %d %#v", r.Code, m)
 	}
+	// A Scale written in protobuf, as kube's scale endpoint (autoscaling/v1's
+	// codecs) takes it; its 415 names protobuf.
+	var scaleBody bytes.Buffer
+	if err := codec.Encode(&autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{Name: "one", Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: 5}}, &scaleBody); err != nil {
+		t.Fatal(err)
+	}
+	r = k.do(t, "PUT", path+"/one/scale", scaleBody.Bytes(), "Content-Type: application/vnd.kubernetes.protobuf", "Accept: application/vnd.kubernetes.protobuf")
+	if sc, ok := decode(r).(*autoscalingv1.Scale); r.Code != http.StatusOK || !ok || sc.Spec.Replicas != 5 {
+		t.Errorf("scale written in protobuf: %d %#v", r.Code, sc)
+	}
+	r = k.do(t, "PUT", path+"/one/scale", []byte("{}"), "Content-Type: text/plain")
+	expectStatus(t, r, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+		"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
+
 	// An error's Status takes no transformation: with none of the forms
 	// the client accepts, it is kube's indented JSON.
 	r = k.do(t, "GET", path+"/one/scale", nil, poml)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,10 @@ var protobufCodecs = sync.OnceValue(func() *protobufCodecSet {
 	s := runtime.NewScheme()
 	utilruntime.Must(builtin.AddToScheme(s))
 	utilruntime.Must(apidiscoveryv2.AddToScheme(s))
+	// A custom resource's Scale is read in protobuf (a PUT of /scale
+	// takes the Scale codecs' media types), never written so (its answer
+	// keeps the resource's: negotiate refuses protobuf for it).
+	utilruntime.Must(autoscalingv1.AddToScheme(s))
 	utilruntime.Must(metav1.AddMetaToScheme(s))
 	utilruntime.Must(metav1beta1.AddMetaToScheme(s))
 	return &protobufCodecSet{

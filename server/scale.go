@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -111,13 +112,26 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 // through /scale owns the resource's replicas path.
 func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	sc := req.res.ScaleIn(req.version)
-	allowed := []string{"application/json", "application/yaml"}
+	var body []byte
+	var mt string
+	var err error
 	if r.Method == http.MethodPatch {
 		// As kube-apiserver for a custom resource's subresources: no
 		// strategic merge patch.
-		allowed = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
+		body, mt, err = readBody(r, string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType))
+	} else {
+		// A Scale in any media type of kube-apiserver's scale endpoint,
+		// whose serializer (autoscaling/v1's codecs) has protobuf.
+		allowed := []string{"application/json", "application/yaml", protobufMediaType}
+		body, mt, _, err = readObjectBody(r, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, allowed...)
+		if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
+			// (kapi's wording of a YAML Scale that does not parse, as before.)
+			err = apierrors.NewBadRequest("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml")
+		}
+		if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
+			err = pe.status("Scale")
+		}
 	}
-	body, mt, err := readBody(r, allowed...)
 	if err != nil {
 		writeError(w, r, err)
 		return
