@@ -793,3 +793,42 @@ func settledCRD(ctx context.Context, t testing.TB, k *kapi, name string) (*apiex
 	})
 	return crd, err
 }
+
+// A built-in kind's JSON is its Go type's, fields in their order (kind and
+// apiVersion first, metadata's name first), as kube-apiserver encodes its
+// typed objects: objects, lists (items without kind), watch events and a
+// Table row's object. A custom resource's has its keys sorted, as kube's
+// unstructured encoding writes them.
+func TestJSONFieldOrder(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	if _, err := k.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, newVWC("order"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createCRD(t, k, newCRD("orders", "order.example.com"))
+	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "order.example.com/v1", "kind": "Order", "metadata": map[string]any{"name": "one"}, "spec": map[string]any{"size": int64(1)}}}
+	if _, err := k.Dyn.Resource(schema.GroupVersionResource{Group: "order.example.com", Version: "v1", Resource: "orders"}).Namespace("default").Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, accept, prefix string }{
+		{"/api/v1/namespaces/default", "", `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default","uid":"`},
+		{"/api/v1/namespaces", "", `{"kind":"NamespaceList","apiVersion":"v1","metadata":{"resourceVersion":"`},
+		{"/api/v1/namespaces?fieldSelector=metadata.name%3Ddefault", "", `"items":[{"metadata":{"name":"default","uid":"`},
+		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/order", "", `{"kind":"ValidatingWebhookConfiguration","apiVersion":"admissionregistration.k8s.io/v1","metadata":{"name":"order",`},
+		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/order", "", `"webhooks":[{"name":"validate.example.com","clientConfig":{"url":"https://validate.example.com/order"},"rules":[{"operations":["CREATE"],"apiGroups":[""],`},
+		{"/api/v1/namespaces?watch=1&fieldSelector=metadata.name%3Ddefault&timeoutSeconds=1", "", `{"type":"ADDED","object":{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default",`},
+		{"/api/v1/namespaces/default?includeObject=Object", "application/json;as=Table;g=meta.k8s.io;v=v1", `"object":{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default",`},
+		{"/apis/order.example.com/v1/namespaces/default/orders/one", "", `{"apiVersion":"order.example.com/v1","kind":"Order","metadata":{"creationTimestamp":"`},
+		{"/apis/order.example.com/v1/namespaces/default/orders", "", `{"apiVersion":"order.example.com/v1","items":[{"apiVersion":"order.example.com/v1","kind":"Order","metadata":{"creationTimestamp":"`},
+	} {
+		var headers []string
+		if c.accept != "" {
+			headers = append(headers, "Accept: "+c.accept)
+		}
+		r := k.do(t, "GET", c.path, nil, headers...)
+		if r.Code != http.StatusOK || !strings.Contains(string(r.Body), c.prefix) {
+			t.Errorf("GET %s: %d %.400s\nwant it to hold %s", c.path, r.Code, r.Body, c.prefix)
+		}
+	}
+}

@@ -431,7 +431,7 @@ func TestWatchBookmarkForms(t *testing.T) {
 	// With a form after the Table to fall back to (kubectl's Accept), that
 	// form.
 	r = k.do(t, "GET", watchList, nil, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"type":"ADDED","object":{"apiVersion":"v1","kind":"Namespace"`) {
+	if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"type":"ADDED","object":{"kind":"Namespace","apiVersion":"v1"`) {
 		t.Errorf("watch-list accepting a Table or JSON: %d %.300s, want JSON events", r.Code, r.Body)
 	}
 

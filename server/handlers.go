@@ -38,6 +38,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 	"k8s.io/apiserver/pkg/warning"
 
+	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
@@ -491,6 +492,12 @@ func tableOf(r *http.Request, tc registry.TableConvertor, version string, objs [
 		switch opts.IncludeObject {
 		case metav1.IncludeObject:
 			data, _ := unstructuredjson.Marshal(obj.Object)
+			if builtin.Scheme.Recognizes(obj.GroupVersionKind()) {
+				// A built-in kind's, as its Go type encodes it.
+				if typed, err := builtinJSON(data); err == nil {
+					data = typed
+				}
+			}
 			row.Object.Raw = data
 		case metav1.IncludeNone:
 		default:

@@ -16,6 +16,7 @@ import (
 	"github.com/munnerz/goautoneg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/warning"
@@ -40,6 +41,9 @@ type output struct {
 	yaml bool
 	// protobuf: kube-apiserver's protobuf encoding.
 	protobuf bool
+	// builtin: the endpoint's objects are built-in kinds, whose JSON
+	// follows their Go types' field order.
+	builtin bool
 	// pretty is asked for by the media type's pretty=1.
 	pretty bool
 	// raw is an error's form when none the client accepts can carry it:
@@ -59,7 +63,9 @@ type output struct {
 // the "as" transformations the endpoint offers. It fails with 406 when no
 // acceptable form exists.
 func negotiate(r *http.Request, protobuf bool, allowAs ...string) (output, error) {
-	return negotiateFor(r, metav1.SchemeGroupVersion.Version, protobuf, allowAs)
+	out, err := negotiateFor(r, metav1.SchemeGroupVersion.Version, protobuf, allowAs)
+	out.builtin = protobuf // the kinds with a protobuf form are the built-in ones
+	return out, err
 }
 
 // negotiateGeneric is negotiate for the endpoints that are not a
@@ -166,6 +172,17 @@ func writeObject(w http.ResponseWriter, r *http.Request, out output, code int, o
 		if data, err = unstructuredjson.Marshal(obj); err != nil {
 			writeError(w, r, apierrors.NewInternalError(err))
 			return
+		}
+	}
+	if out.builtin && out.as == "" && !out.protobuf && !out.yaml {
+		// A built-in kind's object or list, as its Go type encodes it
+		// (a Status or another typed object is already).
+		if _, typed := obj.(runtime.Object); !typed {
+			var err error
+			if data, err = builtinJSON(data); err != nil {
+				writeError(w, r, apierrors.NewInternalError(err))
+				return
+			}
 		}
 	}
 	contentType := "application/json"

@@ -723,10 +723,15 @@ func (ww *watchWriter) render(obj *unstructured.Unstructured) ([]byte, error) {
 		payload = partialMetadata(obj, ww.out.version)
 	}
 	data, err := unstructuredjson.Marshal(payload)
-	if err != nil || !ww.out.protobuf {
-		return data, err
+	switch {
+	case err != nil:
+		return nil, err
+	case ww.out.protobuf:
+		return protobufOf(payload, data)
+	case ww.out.builtin && ww.out.as == "":
+		return builtinJSON(data)
 	}
-	return protobufOf(payload, data)
+	return data, nil
 }
 
 // writeObjectEvent writes the frame of an event of type typ (one of
