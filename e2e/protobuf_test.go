@@ -34,6 +34,19 @@ import (
 	"golang.org/x/net/websocket"
 )
 
+// protobufCodec reads and writes kube's protobuf: client-go's kinds,
+// apiextensions' and meta.k8s.io's.
+func protobufCodec(t testing.TB) *protobuf.Serializer {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientscheme.AddToScheme, apiextensionsv1.AddToScheme, metav1.AddMetaToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return protobuf.NewSerializer(scheme, scheme)
+}
+
 // protobufOnly is a client configuration that sends and accepts only
 // protobuf, as kube's own components configure theirs.
 func protobufOnly(k *kapi) *rest.Config {
@@ -112,14 +125,7 @@ func TestProtobufBuiltinKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	codec := protobuf.NewSerializer(scheme, scheme)
+	codec := protobufCodec(t)
 	lists := 0
 	for _, rl := range resourceLists {
 		gv, _ := schema.ParseGroupVersion(rl.GroupVersion)
@@ -197,7 +203,7 @@ func TestProtobufBuiltinKinds(t *testing.T) {
 				added++
 			case ev.Type == watch.Bookmark && ns != nil && ns.Annotations[metav1.InitialEventsAnnotationKey] == "true":
 				blueprint, err := base64.StdEncoding.DecodeString(ns.Annotations[metav1.InitialEventsListBlueprintAnnotationKey])
-				obj, _, derr := protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme).Decode(blueprint, nil, nil)
+				obj, _, derr := codec.Decode(blueprint, nil, nil)
 				if _, ok := obj.(*corev1.NamespaceList); err != nil || derr != nil || !ok {
 					t.Errorf("the watch-list's blueprint: %v %v %#v", err, derr, obj)
 				}
@@ -258,7 +264,7 @@ func TestProtobufBuiltinKinds(t *testing.T) {
 	if err := wev.Unmarshal(msg); err != nil {
 		t.Fatalf("a WebSocket message is not a protobuf WatchEvent: %v %q", err, msg)
 	}
-	obj, _, err := protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme).Decode(wev.Object.Raw, nil, nil)
+	obj, _, err := codec.Decode(wev.Object.Raw, nil, nil)
 	if got, ok := obj.(*corev1.Namespace); err != nil || !ok || wev.Type != "ADDED" || got.Name != "pb-watched" {
 		t.Errorf("a WebSocket event: %s %v %#v", wev.Type, err, obj)
 	}
@@ -286,7 +292,7 @@ func TestProtobufCustomResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := "/apis/pb.example.com/v1/namespaces/default/pbscales"
-	codec := protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme)
+	codec := protobufCodec(t)
 	// The 406 itself is a Status in protobuf, the form the client
 	// accepts, as kube-apiserver negotiates an error.
 	for _, target := range []string{path + "/one", path + "?watch=true&timeoutSeconds=1", path + "/one/scale"} {
@@ -364,14 +370,7 @@ func TestProtobufCustomResources(t *testing.T) {
 func TestProtobufTransformedAnswers(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)
-	scheme := runtime.NewScheme()
-	if err := clientscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	codec := protobuf.NewSerializer(scheme, scheme)
+	codec := protobufCodec(t)
 	decode := func(r httpResult) runtime.Object {
 		t.Helper()
 		if ct := r.Header.Get("Content-Type"); ct != "application/vnd.kubernetes.protobuf" {
