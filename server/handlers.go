@@ -52,7 +52,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceReques
 	// As kube-apiserver's get handler: the response's form is negotiated
 	// first, so a client accepting none the resource has (protobuf alone,
 	// for a custom resource) gets its 406 before any other error.
-	if _, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList"); err != nil {
+	out, err := negotiateObject(r, req)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -74,7 +75,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceReques
 		writeError(w, r, err)
 		return
 	}
-	s.respondObject(w, r, req, http.StatusOK, obj)
+	s.respondNegotiated(w, r, req, http.StatusOK, obj, out, nil)
 }
 
 // getObject reads the current state of an object in the storage version.

@@ -433,7 +433,19 @@ const registryConflictMessage = "the object has been modified; please apply your
 // respondObject writes one object, converted to the request's version, in
 // the negotiated form.
 func (s *Server) respondObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, code int, obj *unstructured.Unstructured) {
-	out, err := negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+	out, err := negotiateObject(r, req)
+	s.respondNegotiated(w, r, req, code, obj, out, err)
+}
+
+// negotiateObject negotiates the form of an answer that is one object of
+// req's resource.
+func negotiateObject(r *http.Request, req *resourceRequest) (output, error) {
+	return negotiate(r, hasProtobuf(req.res), "Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+}
+
+// respondNegotiated is respondObject in the form out that negotiateObject
+// gave (with its error err).
+func (s *Server) respondNegotiated(w http.ResponseWriter, r *http.Request, req *resourceRequest, code int, obj *unstructured.Unstructured, out output, err error) {
 	if err == nil && out.as == "PartialObjectMetadataList" {
 		err = notPartialMetadataShape(req.res, false)
 	}
