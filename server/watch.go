@@ -29,6 +29,7 @@ import (
 	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	compbasemetrics "k8s.io/component-base/metrics"
 
+	"github.com/kapi-dev/kapi/server/builtin"
 	"github.com/kapi-dev/kapi/server/registry"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 	"github.com/kapi-dev/kapi/storage"
@@ -212,8 +213,11 @@ func (f webSocketFrames) cut() { _ = f.ws.SetWriteDeadline(time.Now()) }
 // its timeout, the client going, the server stopping, the resource's CRD
 // changing, or the client falling too far behind.
 func (s *Server) streamWatch(parent context.Context, frames watchFrames, r *http.Request, req *resourceRequest, out output, sel *selection, opts *metainternalversion.ListOptions, timeout time.Duration) {
-	ctx, cancel := context.WithCancel(parent)
-	if timeout != 0 { // 0: a watch that does not time out
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if timeout == 0 { // a watch that does not time out
+		ctx, cancel = context.WithCancel(parent)
+	} else {
 		ctx, cancel = context.WithTimeout(parent, timeout)
 	}
 	defer cancel()
@@ -806,7 +810,7 @@ func (ww *watchWriter) listBlueprint(gv schema.GroupVersion) ([]byte, error) {
 	case ww.req.res.Custom:
 		list = map[string]interface{}{"apiVersion": gv.String(), "kind": ww.req.res.ListKind, "items": []interface{}{}}
 	default:
-		typed, err := protobufCodecs().scheme.New(gv.WithKind(ww.req.res.ListKind))
+		typed, err := builtin.Scheme.New(gv.WithKind(ww.req.res.ListKind))
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
