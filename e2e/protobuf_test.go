@@ -47,6 +47,26 @@ func protobufCodec(t testing.TB) *protobuf.Serializer {
 	return protobuf.NewSerializer(scheme, scheme)
 }
 
+// createScalable creates a CRD "pbscales" in group with a /scale
+// subresource and one of its custom resources, "one" in default (labelled
+// app=x, 2 replicas), and returns its resource.
+func createScalable(t testing.TB, k *kapi, group string) schema.GroupVersionResource {
+	t.Helper()
+	crd := newCRD("pbscales", group)
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
+		SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
+	}}
+	createCRD(t, k, crd)
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "pbscales"}
+	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Pbscale",
+		"metadata": map[string]any{"name": "one", "labels": map[string]any{"app": "x"}}, "spec": map[string]any{"replicas": int64(2)}}}
+	if _, err := k.Dyn.Resource(gvr).Namespace("default").Create(ctxT(t), cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return gvr
+}
+
 // protobufOnly is a client configuration that sends and accepts only
 // protobuf, as kube's own components configure theirs.
 func protobufOnly(k *kapi) *rest.Config {
@@ -279,18 +299,7 @@ func TestProtobufBuiltinKinds(t *testing.T) {
 func TestProtobufCustomResources(t *testing.T) {
 	t.Parallel()
 	k := startMemKapi(t)
-	crd := newCRD("pbscales", "pb.example.com")
-	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
-	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
-		SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
-	}}
-	createCRD(t, k, crd)
-	gvr := schema.GroupVersionResource{Group: "pb.example.com", Version: "v1", Resource: "pbscales"}
-	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "pb.example.com/v1", "kind": "Pbscale",
-		"metadata": map[string]any{"name": "one", "labels": map[string]any{"app": "x"}}, "spec": map[string]any{"replicas": int64(2)}}}
-	if _, err := k.Dyn.Resource(gvr).Namespace("default").Create(ctxT(t), cr, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	gvr := createScalable(t, k, "pb.example.com")
 	path := "/apis/pb.example.com/v1/namespaces/default/pbscales"
 	codec := protobufCodec(t)
 	// The 406 itself is a Status in protobuf, the form the client
@@ -407,18 +416,7 @@ func TestProtobufTransformedAnswers(t *testing.T) {
 		t.Errorf("deletecollection answered as a Table: %d %v %.300s", r.Code, err, r.Body)
 	}
 
-	crd := newCRD("pbscales", "pbt.example.com")
-	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
-	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
-		SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
-	}}
-	createCRD(t, k, crd)
-	gvr := schema.GroupVersionResource{Group: "pbt.example.com", Version: "v1", Resource: "pbscales"}
-	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "pbt.example.com/v1", "kind": "Pbscale",
-		"metadata": map[string]any{"name": "one"}, "spec": map[string]any{"replicas": int64(2)}}}
-	if _, err := k.Dyn.Resource(gvr).Namespace("default").Create(ctxT(t), cr, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createScalable(t, k, "pbt.example.com")
 	path := "/apis/pbt.example.com/v1/namespaces/default/pbscales"
 	r = k.do(t, "PATCH", path+"/one/scale", []byte(`{"spec":{"replicas":3}}`), "Content-Type: application/merge-patch+json", pom)
 	if m, ok := decode(r).(*metav1.PartialObjectMetadata); r.Code != http.StatusOK || !ok || m.Name != "one" || m.Kind != "PartialObjectMetadata" {
