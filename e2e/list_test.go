@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func vwcNames(items []admissionregistrationv1.ValidatingWebhookConfiguration) []string {
@@ -412,5 +414,55 @@ func TestListItemsTypeMeta(t *testing.T) {
 	l, err := k.Dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctxT(t), metav1.ListOptions{})
 	if err != nil || len(l.Items) == 0 || l.Items[0].GetKind() != "Namespace" || l.Items[0].GetAPIVersion() != "v1" {
 		t.Errorf("dynamic list of namespaces: %v, first item %v", err, l.Items)
+	}
+}
+
+// A list across namespaces comes in kube-apiserver's order, etcd's keys
+// "<namespace>/<name>": a namespace's objects come after those of a
+// namespace it prefixes followed by '-' ("app-x/…" before "app/…"), in
+// client-go's pages and in kubectl get --all-namespaces alike.
+func TestListOrderAcrossNamespaces(t *testing.T) {
+	t.Parallel()
+	requireKubectl(t)
+	k := startMemKapi(t)
+	ctx := ctxT(t)
+	createCRD(t, k, newCRD("orders", "order.example.com"))
+	orders := k.Dyn.Resource(schema.GroupVersionResource{Group: "order.example.com", Version: "v1", Resource: "orders"})
+	for _, key := range []string{"apps/a", "app/b", "app-x/a", "app/a", "app-x-y/c"} {
+		ns, name, _ := strings.Cut(key, "/")
+		if _, err := k.Client.CoreV1().Namespaces().Create(ctx, newNamespace(ns), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "order.example.com/v1", "kind": "Order", "metadata": map[string]any{"name": name}}}
+		if _, err := orders.Namespace(ns).Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "app-x-y/c app-x/a app/a app/b apps/a"
+
+	var got []string
+	opts := metav1.ListOptions{Limit: 2}
+	for page := 0; ; page++ {
+		l, err := orders.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range l.Items {
+			got = append(got, o.GetNamespace()+"/"+o.GetName())
+		}
+		if left := int64(5 - len(got)); l.GetContinue() != "" && (l.GetRemainingItemCount() == nil || *l.GetRemainingItemCount() != left) {
+			t.Errorf("page %d: remainingItemCount %v, want %d", page, l.GetRemainingItemCount(), left)
+		}
+		if opts.Continue = l.GetContinue(); opts.Continue == "" || page > 5 {
+			break
+		}
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("pages of 2 across namespaces: %v, want %s", got, want)
+	}
+
+	out := k.mustKubectl(t, "get", "orders.order.example.com", "--all-namespaces", "--no-headers", "-o", "custom-columns=KEY:.metadata.namespace,NAME:.metadata.name")
+	if lines := strings.Fields(out); strings.Join(lines, " ") != "app-x-y c app-x a app a app b apps a" {
+		t.Errorf("kubectl get --all-namespaces:\n%s\nwant the order %s", out, want)
 	}
 }

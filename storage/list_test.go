@@ -10,7 +10,8 @@ import (
 )
 
 // seed creates one object per key in a shuffled order, plus noise in other
-// resources, and returns the keys sorted by (namespace, name).
+// resources, and returns the keys in list order: kube-apiserver's, the byte
+// order of etcd's keys "<namespace>/<name>".
 func seed(t *testing.T, s *Store, resource string, keys []Key) []Key {
 	t.Helper()
 	shuffled := append([]Key(nil), keys...)
@@ -22,10 +23,7 @@ func seed(t *testing.T, s *Store, resource string, keys []Key) []Key {
 	}
 	sorted := append([]Key(nil), keys...)
 	sort.Slice(sorted, func(i, j int) bool {
-		if sorted[i].Namespace != sorted[j].Namespace {
-			return sorted[i].Namespace < sorted[j].Namespace
-		}
-		return sorted[i].Name < sorted[j].Name
+		return sorted[i].Namespace+"/"+sorted[i].Name < sorted[j].Namespace+"/"+sorted[j].Name
 	})
 	for i := range sorted {
 		sorted[i].Resource = resource
@@ -53,7 +51,8 @@ var listKeys = []Key{
 	{Namespace: "b", Name: "x"}, {Namespace: "a", Name: "z"}, {Namespace: "a", Name: "a"},
 	{Namespace: "c", Name: "m"}, {Namespace: "b", Name: "a"}, {Namespace: "a", Name: "m"},
 	{Namespace: "b", Name: "b"}, {Namespace: "a", Name: "a-1"}, {Namespace: "ab", Name: "a"},
-	{Namespace: "c", Name: "a"},
+	{Namespace: "c", Name: "a"}, {Namespace: "a-b", Name: "x"}, {Namespace: "a-b-c", Name: "q"},
+	{Namespace: "a-b", Name: "a"},
 }
 
 func TestListOrderAndNamespaceFilter(t *testing.T) {
@@ -61,7 +60,11 @@ func TestListOrderAndNamespaceFilter(t *testing.T) {
 		sorted := seed(t, s, podsRes, listKeys)
 
 		res := mustList(t, s, podsRes, ListOptions{})
-		sameList(t, "all keys in (namespace, name) order", keysOf(res.Items), keyStrings(sorted))
+		sameList(t, "all keys in key order", keysOf(res.Items), keyStrings(sorted))
+		// etcd's key order: a namespace followed by '-' comes before the
+		// namespace itself ("a-b/…" < "a/…"), as '-' is below '/'.
+		sameList(t, "all keys", keysOf(res.Items), []string{"a-b-c/q", "a-b/a", "a-b/x", "a/a", "a/a-1", "a/m", "a/z",
+			"ab/a", "b/a", "b/b", "b/x", "c/a", "c/m"})
 		if res.More || res.Remaining != nil {
 			t.Errorf("unlimited list: More=%v Remaining=%v", res.More, res.Remaining)
 		}
@@ -77,7 +80,7 @@ func TestListOrderAndNamespaceFilter(t *testing.T) {
 			}
 		}
 
-		for _, ns := range []string{"a", "b", "c", "ab"} {
+		for _, ns := range []string{"a", "b", "c", "ab", "a-b", "a-b-c"} {
 			var want []Key
 			for _, k := range sorted {
 				if k.Namespace == ns {
@@ -155,6 +158,23 @@ func TestListPaging(t *testing.T) {
 		res = mustList(t, s, podsRes, ListOptions{AfterNamespace: "c", AfterName: "m"})
 		if len(res.Items) != 0 || res.More {
 			t.Errorf("after the last key: %v More=%v", keysOf(res.Items), res.More)
+		}
+		// In key order, across namespaces one of which prefixes another.
+		for _, c := range []struct{ afterNs, afterName, next string }{
+			{"a-b", "x", "a/a"},         // the last of a-b: a follows
+			{"a-b-c", "q", "a-b/a"},     // a-b-c precedes a-b
+			{"a-a", "zz", "a-b-c/q"},    // a namespace with no objects
+			{"a-b-c-d", "a", "a-b-c/q"}, // a-b-c-d precedes a-b-c
+			{"a-b-c", "", "a-b-c/q"},    // from a namespace's start
+			{"a", "z", "ab/a"},          // the last of a
+			{"aa", "a", "ab/a"},         // between a and ab
+			{"", "", "a-b-c/q"},         // the start
+			{"a-b-c0", "a", "a-b/a"},    // between a-b-c and a-b
+		} {
+			res := mustList(t, s, podsRes, ListOptions{AfterNamespace: c.afterNs, AfterName: c.afterName, Limit: 1})
+			if got := keysOf(res.Items); len(got) != 1 || got[0] != c.next {
+				t.Errorf("after %s/%s: %v, want %s", c.afterNs, c.afterName, got, c.next)
+			}
 		}
 	})
 }
@@ -401,6 +421,51 @@ func recordHistory(t *testing.T, s *Store) map[int64][]string {
 		t.Fatalf("recorded %d states, want 13", len(states))
 	}
 	return states
+}
+
+// A list across namespaces, some of which prefix others, comes in key order
+// at every revision and page, with the count of what follows.
+func TestListKeyOrderAtRevision(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *Store) {
+		k := func(ns, name string) Key { return Key{Resource: podsRes, Namespace: ns, Name: name} }
+		for _, key := range []Key{k("app", "b"), k("apps", "a"), k("app-x", "a"), k("app", "a"), k("app-x-y", "z"), k("app-x", "c")} {
+			mustCreate(t, s, key, 1)
+		}
+		want := []string{"app-x-y/z", "app-x/a", "app-x/c", "app/a", "app/b", "apps/a"}
+		R := s.CurrentRev()
+		gone, err := s.Get(context.Background(), k("app-x", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustDelete(t, s, k("app-x", "a"), gone.Rev)
+		mustCreate(t, s, k("app-x-a", "n"), 1)
+		now := []string{"app-x-a/n", "app-x-y/z", "app-x/c", "app/a", "app/b", "apps/a"}
+		for _, c := range []struct {
+			rev  int64
+			want []string
+		}{{R, want}, {0, now}} {
+			sameList(t, fmt.Sprintf("list at %d", c.rev), keysOf(mustList(t, s, podsRes, ListOptions{Rev: c.rev}).Items), c.want)
+			for _, limit := range []int64{1, 2, 4} {
+				opts := ListOptions{Rev: c.rev, Limit: limit}
+				var got []string
+				for page := 0; ; page++ {
+					res := mustList(t, s, podsRes, opts)
+					got = append(got, keysOf(res.Items)...)
+					left := int64(len(c.want) - len(got))
+					if res.More != (left > 0) || (left > 0 && (res.Remaining == nil || *res.Remaining != left)) {
+						t.Fatalf("rev %d limit %d page %d: More=%v Remaining=%v, want %d left", c.rev, limit, page, res.More, res.Remaining, left)
+					}
+					if !res.More {
+						break
+					}
+					last := res.Items[len(res.Items)-1]
+					opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
+					opts.Rev = res.Rev
+				}
+				sameList(t, fmt.Sprintf("pages of %d at %d", limit, c.rev), got, c.want)
+			}
+		}
+	})
 }
 
 // remainingItemCount counts only the namespace a list is limited to.

@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kapi-dev/kapi/migrations"
@@ -444,8 +446,8 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 		}
 		res.Rev = opts.Rev
 	}
-	// build returns the query for the objects after the given key.
-	build := func(afterNs, afterName string) (string, []any) {
+	// build returns the query for the objects of one key range.
+	build := func(kr keyRange) (string, []any) {
 		if !history {
 			q := `SELECT o.namespace, o.name, o.rev, c.data, 0 AS op FROM objects o JOIN changelog c ON c.rev = o.rev WHERE o.resource = ?`
 			args := []any{resource}
@@ -453,8 +455,8 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 				q += ` AND o.namespace = ?`
 				args = append(args, opts.Namespace)
 			}
-			q += ` AND (o.namespace, o.name) > (?, ?) ORDER BY o.namespace, o.name`
-			return q, append(args, afterNs, afterName)
+			q += ` AND (o.namespace, o.name) > (?, ?) AND o.namespace <= ? ORDER BY o.namespace, o.name`
+			return q, append(args, kr.afterNamespace, kr.afterName, kr.lastNamespace)
 		}
 		// The state at Rev: for every key, its newest changelog row at or
 		// before Rev, unless that row is a delete (skipped by the caller).
@@ -464,68 +466,163 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 			q += ` AND c.namespace = ?`
 			args = append(args, opts.Namespace)
 		}
-		q += ` AND (c.namespace, c.name) > (?, ?) AND c.rev = (SELECT MAX(c2.rev) FROM changelog c2
+		q += ` AND (c.namespace, c.name) > (?, ?) AND c.namespace <= ? AND c.rev = (SELECT MAX(c2.rev) FROM changelog c2
 			WHERE c2.resource = c.resource AND c2.namespace = c.namespace AND c2.name = c.name AND c2.rev <= ?)
 			ORDER BY c.namespace, c.name`
-		return q, append(args, afterNs, afterName, opts.Rev)
+		return q, append(args, kr.afterNamespace, kr.afterName, kr.lastNamespace, opts.Rev)
 	}
-	query, args := build(opts.AfterNamespace, opts.AfterName)
-	rows, err := tx.QueryContext(ctx, query, args...)
+	ranges, err := keyRanges(ctx, tx, resource, history, opts.Namespace, opts.AfterNamespace, opts.AfterName)
+	if err != nil {
+		return nil, err
+	}
+	// read reads one key range's rows into res; false once the page is
+	// full (res.More is then set) or on error.
+	read := func(kr keyRange) (bool, error) {
+		query, args := build(kr)
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return false, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			o := &Object{Key: Key{Resource: resource}}
+			var op Op
+			if err := rows.Scan(&o.Namespace, &o.Name, &o.Rev, &o.Data, &op); err != nil {
+				return false, err
+			}
+			if op == OpDeleted {
+				continue
+			}
+			if opts.Limit > 0 && int64(len(res.Items)) == opts.Limit {
+				res.More = true
+				return false, nil
+			}
+			if opts.Predicate != nil {
+				ok, err := opts.Predicate(o)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			res.Items = append(res.Items, o)
+		}
+		return true, rows.Err()
+	}
+	for _, kr := range ranges {
+		more, err := read(kr)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+	}
+	if res.More && opts.Predicate == nil {
+		// Count what follows the last item, at the same snapshot.
+		last := res.Items[len(res.Items)-1]
+		after, err := keyRanges(ctx, tx, resource, history, opts.Namespace, last.Namespace, last.Name)
+		if err != nil {
+			return nil, err
+		}
+		var remaining int64
+		for _, kr := range after {
+			cq, cargs := build(kr)
+			if !history {
+				// The current state: the objects index alone answers,
+				// without reading the objects' data.
+				cq = `SELECT 0 AS op FROM objects o WHERE o.resource = ?`
+				cargs = []any{resource}
+				if opts.Namespace != "" {
+					cq += ` AND o.namespace = ?`
+					cargs = append(cargs, opts.Namespace)
+				}
+				cq += ` AND (o.namespace, o.name) > (?, ?) AND o.namespace <= ?`
+				cargs = append(cargs, kr.afterNamespace, kr.afterName, kr.lastNamespace)
+			}
+			var n int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+cq+`) WHERE op != 3`, cargs...).Scan(&n); err != nil {
+				return nil, err
+			}
+			remaining += n
+		}
+		res.Remaining = &remaining
+	}
+	return res, nil
+}
+
+// keyRange is a run of namespaces that follow each other in both orders
+// below: the keys after (afterNamespace, afterName) up to the end of
+// namespace lastNamespace, in (namespace, name) order.
+type keyRange struct {
+	afterNamespace, afterName, lastNamespace string
+}
+
+// keyRanges returns the key ranges that list a resource's objects after
+// the key (afterNamespace, afterName) in kube-apiserver's order: etcd's
+// keys "<namespace>/<name>" in byte order. That is (namespace, name) order
+// (the index's) but where a namespace is another's prefix followed by a
+// byte below '/' ("app-x/…" comes before "app/…"): such namespaces split
+// the list into several ranges of the index. namespace, when set, is the
+// only namespace listed. history: the namespaces come from the changelog
+// (a list at an older revision), else from the live objects.
+func keyRanges(ctx context.Context, tx *sql.Tx, resource string, history bool, namespace, afterNamespace, afterName string) ([]keyRange, error) {
+	if namespace != "" {
+		return []keyRange{{afterNamespace, afterName, namespace}}, nil
+	}
+	table := "objects"
+	if history {
+		table = "changelog"
+	}
+	// The resource's namespaces in index order, one index seek each.
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE ns(n) AS (
+			SELECT (SELECT namespace FROM `+table+` WHERE resource = ?1 ORDER BY namespace LIMIT 1)
+			UNION ALL
+			SELECT (SELECT namespace FROM `+table+` WHERE resource = ?1 AND namespace > ns.n ORDER BY namespace LIMIT 1)
+			FROM ns WHERE ns.n IS NOT NULL
+		) SELECT n FROM ns WHERE n IS NOT NULL`, resource)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	var indexOrder []string
 	for rows.Next() {
-		o := &Object{Key: Key{Resource: resource}}
-		var op Op
-		if err := rows.Scan(&o.Namespace, &o.Name, &o.Rev, &o.Data, &op); err != nil {
+		var ns string
+		if err := rows.Scan(&ns); err != nil {
 			return nil, err
 		}
-		if op == OpDeleted {
-			continue
-		}
-		if opts.Limit > 0 && int64(len(res.Items)) == opts.Limit {
-			res.More = true
-			break
-		}
-		if opts.Predicate != nil {
-			ok, err := opts.Predicate(o)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
-			}
-		}
-		res.Items = append(res.Items, o)
+		indexOrder = append(indexOrder, ns)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows.Close()
-	if res.More && opts.Predicate == nil {
-		// Count what follows the last item, at the same snapshot.
-		last := res.Items[len(res.Items)-1]
-		cq, cargs := build(last.Namespace, last.Name)
-		if !history {
-			// The current state: the objects index alone answers, without
-			// reading the objects' data.
-			cq = `SELECT 0 AS op FROM objects o WHERE o.resource = ?`
-			cargs = []any{resource}
-			if opts.Namespace != "" {
-				cq += ` AND o.namespace = ?`
-				cargs = append(cargs, opts.Namespace)
-			}
-			cq += ` AND (o.namespace, o.name) > (?, ?)`
-			cargs = append(cargs, last.Namespace, last.Name)
-		}
-		var n int64
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+cq+`) WHERE op != 3`, cargs...).Scan(&n); err != nil {
-			return nil, err
-		}
-		res.Remaining = &n
+	position := make(map[string]int, len(indexOrder))
+	for i, ns := range indexOrder {
+		position[ns] = i
 	}
-	return res, nil
+	keyOrder := slices.Clone(indexOrder)
+	slices.SortFunc(keyOrder, func(a, b string) int { return strings.Compare(a+"/", b+"/") })
+	// The namespaces at or after afterNamespace in key order; its own
+	// objects only after afterName.
+	first := 0
+	if afterNamespace != "" {
+		first, _ = slices.BinarySearchFunc(keyOrder, afterNamespace+"/", func(ns, target string) int { return strings.Compare(ns+"/", target) })
+	}
+	var ranges []keyRange
+	for i := first; i < len(keyOrder); i++ {
+		ns := keyOrder[i]
+		if i > first && position[ns] == position[keyOrder[i-1]]+1 {
+			ranges[len(ranges)-1].lastNamespace = ns
+			continue
+		}
+		kr := keyRange{afterNamespace: ns, lastNamespace: ns}
+		if ns == afterNamespace {
+			kr.afterName = afterName
+		}
+		ranges = append(ranges, kr)
+	}
+	return ranges, nil
 }
 
 type prevState struct {

@@ -83,7 +83,8 @@ type ListOptions struct {
 	// Rev lists the state as of this revision (a consistent snapshot);
 	// 0 means the current state.
 	Rev int64
-	// AfterNamespace/AfterName continue a list after this key.
+	// AfterNamespace/AfterName continue a list after this key (in List's
+	// order; the key need not exist).
 	AfterNamespace, AfterName string
 	// Limit is the most items to return; 0 means no limit.
 	Limit int64
@@ -318,7 +319,8 @@ func (s *Store) Get(ctx context.Context, key Key) (*Object, error) {
 	return s.db.get(ctx, key)
 }
 
-// List returns a page of objects of resource.
+// List returns a page of objects of resource, in kube-apiserver's order:
+// the byte order of "<namespace>/<name>" (etcd's keys).
 func (s *Store) List(ctx context.Context, resource string, opts ListOptions) (*ListResult, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
