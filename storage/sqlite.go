@@ -446,32 +446,24 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 		}
 		res.Rev = opts.Rev
 	}
-	// build returns the query for the objects of one key range.
+	// build returns the query for the objects of one key range (a list
+	// limited to a namespace has one range, of that namespace).
 	build := func(kr keyRange) (string, []any) {
 		if !history {
-			q := `SELECT o.namespace, o.name, o.rev, c.data, 0 AS op FROM objects o JOIN changelog c ON c.rev = o.rev WHERE o.resource = ?`
-			args := []any{resource}
-			if opts.Namespace != "" {
-				q += ` AND o.namespace = ?`
-				args = append(args, opts.Namespace)
-			}
-			q += ` AND (o.namespace, o.name) > (?, ?) AND o.namespace <= ? ORDER BY o.namespace, o.name`
-			return q, append(args, kr.afterNamespace, kr.afterName, kr.lastNamespace)
+			return `SELECT o.namespace, o.name, o.rev, c.data, 0 AS op FROM objects o JOIN changelog c ON c.rev = o.rev
+				WHERE o.resource = ? AND (o.namespace, o.name) > (?, ?) AND o.namespace <= ? ORDER BY o.namespace, o.name`,
+				[]any{resource, kr.afterNamespace, kr.afterName, kr.lastNamespace}
 		}
 		// The state at Rev: for every key, its newest changelog row at or
 		// before Rev, unless that row is a delete (skipped by the caller).
-		q := `SELECT c.namespace, c.name, c.rev, c.data, c.op FROM changelog c WHERE c.resource = ? AND c.rev <= ?`
-		args := []any{resource, opts.Rev}
-		if opts.Namespace != "" {
-			q += ` AND c.namespace = ?`
-			args = append(args, opts.Namespace)
-		}
-		q += ` AND (c.namespace, c.name) > (?, ?) AND c.namespace <= ? AND c.rev = (SELECT MAX(c2.rev) FROM changelog c2
-			WHERE c2.resource = c.resource AND c2.namespace = c.namespace AND c2.name = c.name AND c2.rev <= ?)
-			ORDER BY c.namespace, c.name`
-		return q, append(args, kr.afterNamespace, kr.afterName, kr.lastNamespace, opts.Rev)
+		return `SELECT c.namespace, c.name, c.rev, c.data, c.op FROM changelog c
+			WHERE c.resource = ? AND c.rev <= ? AND (c.namespace, c.name) > (?, ?) AND c.namespace <= ?
+			AND c.rev = (SELECT MAX(c2.rev) FROM changelog c2
+				WHERE c2.resource = c.resource AND c2.namespace = c.namespace AND c2.name = c.name AND c2.rev <= ?)
+			ORDER BY c.namespace, c.name`,
+			[]any{resource, opts.Rev, kr.afterNamespace, kr.afterName, kr.lastNamespace, opts.Rev}
 	}
-	ranges, err := keyRanges(ctx, tx, resource, history, opts.Namespace, opts.AfterNamespace, opts.AfterName)
+	namespaces, err := namespacesOf(ctx, tx, resource, history, opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +502,7 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 		}
 		return true, rows.Err()
 	}
-	for _, kr := range ranges {
+	for _, kr := range namespaces.after(opts.AfterNamespace, opts.AfterName) {
 		more, err := read(kr)
 		if err != nil {
 			return nil, err
@@ -522,24 +514,14 @@ func (d *sqliteDB) list(ctx context.Context, resource string, opts ListOptions) 
 	if res.More && opts.Predicate == nil {
 		// Count what follows the last item, at the same snapshot.
 		last := res.Items[len(res.Items)-1]
-		after, err := keyRanges(ctx, tx, resource, history, opts.Namespace, last.Namespace, last.Name)
-		if err != nil {
-			return nil, err
-		}
 		var remaining int64
-		for _, kr := range after {
+		for _, kr := range namespaces.after(last.Namespace, last.Name) {
 			cq, cargs := build(kr)
 			if !history {
 				// The current state: the objects index alone answers,
 				// without reading the objects' data.
-				cq = `SELECT 0 AS op FROM objects o WHERE o.resource = ?`
-				cargs = []any{resource}
-				if opts.Namespace != "" {
-					cq += ` AND o.namespace = ?`
-					cargs = append(cargs, opts.Namespace)
-				}
-				cq += ` AND (o.namespace, o.name) > (?, ?) AND o.namespace <= ?`
-				cargs = append(cargs, kr.afterNamespace, kr.afterName, kr.lastNamespace)
+				cq = `SELECT 0 AS op FROM objects o WHERE o.resource = ? AND (o.namespace, o.name) > (?, ?) AND o.namespace <= ?`
+				cargs = []any{resource, kr.afterNamespace, kr.afterName, kr.lastNamespace}
 			}
 			var n int64
 			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+cq+`) WHERE op != 3`, cargs...).Scan(&n); err != nil {
@@ -559,23 +541,27 @@ type keyRange struct {
 	afterNamespace, afterName, lastNamespace string
 }
 
-// keyRanges returns the key ranges that list a resource's objects after
-// the key (afterNamespace, afterName) in kube-apiserver's order: etcd's
-// keys "<namespace>/<name>" in byte order. That is (namespace, name) order
-// (the index's) but where a namespace is another's prefix followed by a
-// byte below '/' ("app-x/…" comes before "app/…"): such namespaces split
-// the list into several ranges of the index. namespace, when set, is the
-// only namespace listed. history: the namespaces come from the changelog
-// (a list at an older revision), else from the live objects.
-func keyRanges(ctx context.Context, tx *sql.Tx, resource string, history bool, namespace, afterNamespace, afterName string) ([]keyRange, error) {
+// listNamespaces is the namespaces a list reads, in kube-apiserver's order
+// of keys: etcd's "<namespace>/<name>" in byte order. That is the index's
+// (namespace, name) order but where a namespace is another's prefix
+// followed by a byte below '/' ("app-x/…" comes before "app/…"): such
+// namespaces split the list into several ranges of the index.
+type listNamespaces struct {
+	keyOrder []string
+	position map[string]int // in the index's order
+}
+
+// namespacesOf reads the namespaces of a resource's objects (history: of
+// its changelog, for a list at an older revision), one index seek each.
+// namespace, when set, is the only one a list reads.
+func namespacesOf(ctx context.Context, tx *sql.Tx, resource string, history bool, namespace string) (*listNamespaces, error) {
 	if namespace != "" {
-		return []keyRange{{afterNamespace, afterName, namespace}}, nil
+		return &listNamespaces{keyOrder: []string{namespace}, position: map[string]int{namespace: 0}}, nil
 	}
 	table := "objects"
 	if history {
 		table = "changelog"
 	}
-	// The resource's namespaces in index order, one index seek each.
 	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE ns(n) AS (
 			SELECT (SELECT namespace FROM `+table+` WHERE resource = ?1 ORDER BY namespace LIMIT 1)
 			UNION ALL
@@ -586,33 +572,33 @@ func keyRanges(ctx context.Context, tx *sql.Tx, resource string, history bool, n
 		return nil, err
 	}
 	defer rows.Close()
-	var indexOrder []string
+	l := &listNamespaces{position: map[string]int{}}
 	for rows.Next() {
 		var ns string
 		if err := rows.Scan(&ns); err != nil {
 			return nil, err
 		}
-		indexOrder = append(indexOrder, ns)
+		l.position[ns] = len(l.keyOrder)
+		l.keyOrder = append(l.keyOrder, ns)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	position := make(map[string]int, len(indexOrder))
-	for i, ns := range indexOrder {
-		position[ns] = i
-	}
-	keyOrder := slices.Clone(indexOrder)
-	slices.SortFunc(keyOrder, func(a, b string) int { return strings.Compare(a+"/", b+"/") })
-	// The namespaces at or after afterNamespace in key order; its own
-	// objects only after afterName.
+	slices.SortFunc(l.keyOrder, func(a, b string) int { return strings.Compare(a+"/", b+"/") })
+	return l, nil
+}
+
+// after returns the key ranges that list the objects after the key
+// (afterNamespace, afterName), which need not exist, in key order.
+func (l *listNamespaces) after(afterNamespace, afterName string) []keyRange {
 	first := 0
 	if afterNamespace != "" {
-		first, _ = slices.BinarySearchFunc(keyOrder, afterNamespace+"/", func(ns, target string) int { return strings.Compare(ns+"/", target) })
+		first, _ = slices.BinarySearchFunc(l.keyOrder, afterNamespace+"/", func(ns, target string) int { return strings.Compare(ns+"/", target) })
 	}
 	var ranges []keyRange
-	for i := first; i < len(keyOrder); i++ {
-		ns := keyOrder[i]
-		if i > first && position[ns] == position[keyOrder[i-1]]+1 {
+	for i := first; i < len(l.keyOrder); i++ {
+		ns := l.keyOrder[i]
+		if i > first && l.position[ns] == l.position[l.keyOrder[i-1]]+1 {
 			ranges[len(ranges)-1].lastNamespace = ns
 			continue
 		}
@@ -622,7 +608,7 @@ func keyRanges(ctx context.Context, tx *sql.Tx, resource string, history bool, n
 		}
 		ranges = append(ranges, kr)
 	}
-	return ranges, nil
+	return ranges
 }
 
 type prevState struct {
