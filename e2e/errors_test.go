@@ -166,10 +166,12 @@ func TestErrorsAsStatus(t *testing.T) {
 	})
 
 	t.Run("apiVersion or kind not the endpoint's", func(t *testing.T) {
-		// A Namespace sent to the webhook endpoint.
+		// A Namespace sent to the webhook endpoint: kube's decoder decodes
+		// it as the Namespace it names, which has no conversion into the
+		// endpoint's kind.
 		r := k.do(t, "POST", vwcs, []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns-in-vwc"}}`))
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			"the API version in the data (v1) does not match the expected API version (admissionregistration.k8s.io/v1)")
+			`Namespace in version "v1" cannot be handled as a ValidatingWebhookConfiguration: converting (v1.Namespace) to (admissionregistration.ValidatingWebhookConfiguration): unknown conversion`)
 		// A built-in kind's body may leave out its kind: the endpoint's.
 		noKind := strings.Replace(string(vwcJSON("no-kind", "")), `"kind":"ValidatingWebhookConfiguration",`, "", 1)
 		if r := k.do(t, "POST", vwcs, []byte(noKind)); r.Code != http.StatusCreated {
@@ -178,7 +180,12 @@ func TestErrorsAsStatus(t *testing.T) {
 		// The right group and version but another kind.
 		mwc := strings.Replace(string(vwcJSON("kind-mismatch", "")), "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", 1)
 		r = k.do(t, "POST", vwcs, []byte(mwc))
-		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			`MutatingWebhookConfiguration in version "v1" cannot be handled as a ValidatingWebhookConfiguration: converting (v1.MutatingWebhookConfiguration) to (admissionregistration.ValidatingWebhookConfiguration): unknown conversion`)
+		// A version the kind's scheme does not know.
+		r = k.do(t, "POST", vwcs, []byte(strings.Replace(string(vwcJSON("unknown-version", "")), "admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v9", 1)))
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			`ValidatingWebhookConfiguration in version "v9" cannot be handled as a ValidatingWebhookConfiguration: no kind "ValidatingWebhookConfiguration" is registered for version "admissionregistration.k8s.io/v9" in scheme "pkg/api/legacyscheme/scheme.go:30"`)
 		// A v1 body sent to the v1beta1 endpoint.
 		r = k.do(t, "POST", collectionPath(gvrVAPsBeta), []byte(strings.Replace(strings.Replace(vapBody, "NAME", "wrong-version", 1), `"foo":"bar",`, "", 1)))
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest)

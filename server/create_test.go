@@ -307,3 +307,52 @@ func TestCustomResourceProtobufBody(t *testing.T) {
 		}
 	}
 }
+
+// A built-in kind's create or update whose body names another kind, or a
+// version the kind's scheme does not know, fails as kube-apiserver's
+// decoder fails it (transformDecodeError over its JSON serializer): a kind
+// its scheme does not know in that version is not registered; another kind
+// it knows decodes and then has no conversion into the endpoint kind's
+// internal type; an apiVersion that is no group version makes the object
+// unrecognized. The endpoint's kind in another version its scheme knows is
+// the create handler's own "API version in the data" refusal.
+func TestBodyKindDecodeErrors(t *testing.T) {
+	ts := newTestServer(t)
+	const (
+		nsPath  = "/api/v1/namespaces"
+		legacy  = `in scheme "pkg/api/legacyscheme/scheme.go:30"`
+		crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	)
+	for _, tc := range []struct {
+		method, path, body, want string
+	}{
+		{http.MethodPost, nsPath, `{"apiVersion":"v9","kind":"Namespace","metadata":{"name":"a"}}`,
+			`Namespace in version "v9" cannot be handled as a Namespace: no kind "Namespace" is registered for version "v9" ` + legacy},
+		{http.MethodPost, nsPath, `{"apiVersion":"apps/v1","kind":"Namespace","metadata":{"name":"a"}}`,
+			`Namespace in version "v1" cannot be handled as a Namespace: no kind "Namespace" is registered for version "apps/v1" ` + legacy},
+		{http.MethodPost, nsPath, `{"kind":"namespace","metadata":{"name":"a"}}`,
+			`namespace in version "v1" cannot be handled as a Namespace: no kind "namespace" is registered for version "v1" ` + legacy},
+		{http.MethodPost, nsPath, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`,
+			`Pod in version "v1" cannot be handled as a Namespace: converting (v1.Pod) to (core.Namespace): unknown conversion`},
+		{http.MethodPost, nsPath, `{"apiVersion":"a/b/c","kind":"Namespace","metadata":{"name":"a"}}`,
+			`the object provided is unrecognized (must be of type Namespace): unexpected GroupVersion string: a/b/c ({"apiVersion":"a/b/c","kind":" ...)`},
+		{http.MethodPut, nsPath + "/default", `{"apiVersion":"v1","kind":"Foo","metadata":{"name":"default"}}`,
+			`Foo in version "v1" cannot be handled as a Namespace: no kind "Foo" is registered for version "v1" ` + legacy},
+		{http.MethodPost, vwcPath, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}`,
+			`Namespace in version "v1" cannot be handled as a ValidatingWebhookConfiguration: converting (v1.Namespace) to (admissionregistration.ValidatingWebhookConfiguration): unknown conversion`},
+		{http.MethodPost, vwcPath, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":"a"}}`,
+			`MutatingWebhookConfiguration in version "v1" cannot be handled as a ValidatingWebhookConfiguration: converting (v1.MutatingWebhookConfiguration) to (admissionregistration.ValidatingWebhookConfiguration): unknown conversion`},
+		{http.MethodPost, vwcPath, `{"apiVersion":"admissionregistration.k8s.io/v1beta1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"a"}}`,
+			`the API version in the data (admissionregistration.k8s.io/v1beta1) does not match the expected API version (admissionregistration.k8s.io/v1)`},
+		{http.MethodPost, crdPath, `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CRD","metadata":{"name":"a"}}`,
+			`CRD in version "v1" cannot be handled as a CustomResourceDefinition: no kind "CRD" is registered for version "apiextensions.k8s.io/v1" in scheme "pkg/apiserver/apiserver.go:55"`},
+		{http.MethodPost, "/apis/resource.k8s.io/v1beta2/deviceclasses", `{"apiVersion":"resource.k8s.io/v1beta2","kind":"ResourceClaim","metadata":{"name":"a"}}`,
+			`ResourceClaim in version "v1beta2" cannot be handled as a DeviceClass: converting (v1beta2.ResourceClaim) to (resource.DeviceClass): unknown conversion`},
+	} {
+		code, body := call(t, ts, tc.method, tc.path, "application/json", tc.body)
+		var st metav1.Status
+		if code != http.StatusBadRequest || json.Unmarshal([]byte(body), &st) != nil || st.Reason != metav1.StatusReasonBadRequest || st.Message != tc.want {
+			t.Errorf("%s %s %s: %d %s\nwant 400 %s", tc.method, tc.path, tc.body, code, body, tc.want)
+		}
+	}
+}

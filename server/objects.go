@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,10 +170,12 @@ func unsupportedMediaType(allowed []string) error {
 	}}
 }
 
-// readTypeMeta reads body's apiVersion and kind as kube-apiserver does
-// before decoding anything else: malformed JSON, or an apiVersion or kind
-// that is not a string, makes the object unrecognized.
-func readTypeMeta(req *resourceRequest, body []byte) error {
+// interpretTypeMeta reads body's apiVersion and kind as kube-apiserver's
+// JSON serializer does before decoding anything else (its meta factory's
+// Interpret): malformed JSON, a body that is not an object, or an
+// apiVersion or kind that is not a string fails it, and so does an
+// apiVersion that is no group version (two slashes or more).
+func interpretTypeMeta(body []byte) (schema.GroupVersionKind, error) {
 	var typeMeta struct {
 		APIVersion string `json:"apiVersion,omitempty"`
 		Kind       string `json:"kind,omitempty"`
@@ -187,12 +190,57 @@ func readTypeMeta(req *resourceRequest, body []byte) error {
 		err = json.Unmarshal(body, &typeMeta)
 	}
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", req.res.Kind, err, summarize(body)))
+		return schema.GroupVersionKind{}, fmt.Errorf("couldn't get version/kind; json parse error: %v", err)
 	}
-	return nil
+	gv, err := schema.ParseGroupVersion(typeMeta.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return gv.WithKind(typeMeta.Kind), nil
 }
 
-// plainTypeMeta tells whether readTypeMeta accepts the body that decoded
+// builtinKindError is the error kube-apiserver's decoder fails a built-in
+// kind's body with when the body names another kind or version (gvk, with
+// what it leaves out taken from the endpoint): a kind the kind's scheme
+// does not know in that version is not registered; another kind it knows
+// decodes but has no conversion into the endpoint kind's internal type.
+// nil for the endpoint's kind in any version the scheme knows (which
+// kube's create and update then refuse for its version).
+func builtinKindError(res *registry.Resource, gvk schema.GroupVersionKind) error {
+	as, ok := res.Strategy.(registry.AdmissionScheme)
+	if !ok {
+		return nil
+	}
+	scheme, name := as.AdmissionScheme()
+	if !scheme.Recognizes(gvk) {
+		return runtime.NewNotRegisteredErrForKind(name, gvk)
+	}
+	if gvk.GroupKind() == res.GroupKind() {
+		return nil
+	}
+	obj, err := scheme.New(gvk)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("converting (%s) to (%s.%s): unknown conversion", reflect.TypeOf(obj).Elem(), internalPackage(res.Group), res.Kind)
+}
+
+// withEndpointDefaults fills in what gvk leaves out from the endpoint's
+// kind, as kube's JSON serializer fills in a body's from the handler's.
+func withEndpointDefaults(gvk schema.GroupVersionKind, endpoint schema.GroupVersionKind) schema.GroupVersionKind {
+	if gvk.Kind == "" {
+		gvk.Kind = endpoint.Kind
+	}
+	if gvk.Version == "" && gvk.Group == "" {
+		gvk.Group, gvk.Version = endpoint.Group, endpoint.Version
+	}
+	if gvk.Version == "" && gvk.Group == endpoint.Group {
+		gvk.Version = endpoint.Version
+	}
+	return gvk
+}
+
+// plainTypeMeta tells whether interpretTypeMeta accepts the body that decoded
 // into obj without an error and without strict errors (so with no key
 // given twice): its apiVersion and kind are strings or null, and no other
 // top-level key stands for them (encoding/json matches field names
@@ -222,16 +270,6 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		decode = ad.DecodeApplied
 	}
 	obj, strictErrs, err := decode(req.version, body)
-	// kube-apiserver reads a body's apiVersion and kind before anything
-	// else: JSON whose apiVersion or kind is not a string is unrecognized.
-	// A body the kind decoded cleanly is valid JSON, and its apiVersion
-	// and kind are known from the object: that reading is needed only
-	// otherwise.
-	if err != nil || len(strictErrs) > 0 || !plainTypeMeta(obj.Object) {
-		if err := readTypeMeta(req, body); err != nil {
-			return nil, err
-		}
-	}
 	// kube-apiserver reports a patch whose result does not decode (or
 	// not strictly) as an invalid patch.
 	patchQuote := func() string {
@@ -239,6 +277,31 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 			return req.patchQuote
 		}
 		return string(body)
+	}
+	// kube-apiserver reads a body's apiVersion and kind before anything
+	// else: JSON whose apiVersion or kind is not a string, or whose
+	// apiVersion is no group version, is unrecognized. A body the kind
+	// decoded cleanly is valid JSON, and its apiVersion and kind are known
+	// from the object: the JSON needs reading only otherwise.
+	var gvk schema.GroupVersionKind
+	var tmErr error
+	if err != nil || len(strictErrs) > 0 || !plainTypeMeta(obj.Object) {
+		gvk, tmErr = interpretTypeMeta(body)
+	} else {
+		var gv schema.GroupVersion
+		gv, tmErr = schema.ParseGroupVersion(obj.GetAPIVersion())
+		gvk = gv.WithKind(obj.GetKind())
+	}
+	if tmErr != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", req.res.Kind, tmErr, summarize(body)))
+	}
+	// A built-in kind's body is decoded into the Go type its apiVersion
+	// and kind name in the kind's scheme, before its fields are read.
+	if !req.res.Custom {
+		gvk = withEndpointDefaults(gvk, req.res.GroupKind().WithVersion(req.version))
+		if kerr := builtinKindError(req.res, gvk); kerr != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, req.res.Kind, kerr))
+		}
 	}
 	if err != nil && req.isPatch {
 		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote(), err.Error())})
