@@ -292,6 +292,9 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		gv, tmErr = schema.ParseGroupVersion(obj.GetAPIVersion())
 		gvk = gv.WithKind(obj.GetKind())
 	}
+	if tmErr != nil && req.isPatch {
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote(), tmErr.Error())})
+	}
 	if tmErr != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", req.res.Kind, tmErr, summarize(body)))
 	}
@@ -300,6 +303,9 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	if !req.res.Custom {
 		gvk = withEndpointDefaults(gvk, req.res.GroupKind().WithVersion(req.version))
 		if kerr := builtinKindError(req.res, gvk); kerr != nil {
+			if req.isPatch {
+				return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote(), kerr.Error())})
+			}
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, req.res.Kind, kerr))
 		}
 	}
@@ -326,6 +332,19 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		if obj.GetKind() == "" {
 			obj.SetKind(req.res.Kind)
 		}
+	}
+	// A custom resource's patch whose result names another apiVersion
+	// decodes (as unstructured): kube's create and update check the
+	// body's group version against the endpoint's, its patch does not,
+	// and the kind's validation of its type meta refuses it (422, under
+	// the group and kind the object names).
+	if obj.GetAPIVersion() != gv && req.res.Custom && req.isPatch {
+		var errs field.ErrorList
+		if obj.GetKind() != req.res.Kind {
+			errs = append(errs, field.Invalid(field.NewPath("kind"), obj.GetKind(), fmt.Sprintf("must be %v", req.res.Kind)))
+		}
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), obj.GetAPIVersion(), fmt.Sprintf("must be %v", gv)))
+		return nil, apierrors.NewInvalid(gvk.GroupKind(), obj.GetName(), errs)
 	}
 	if obj.GetAPIVersion() != gv {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), gv))

@@ -193,9 +193,50 @@ func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch
 			return nil, interpretStrategicMergePatchError(err)
 		}
 		req.patchQuote = fmt.Sprintf("%+v", patchMap)
+		if setsTypeMeta(patchMap) {
+			return withTypeMetaOf(original, patched)
+		}
 		return patched, nil
 	}
 	return nil, apierrors.NewBadRequest(fmt.Sprintf("unsupported patch type %q", patchType))
+}
+
+// setsTypeMeta tells whether a strategic merge patch sets the apiVersion or
+// the kind to a string.
+func setsTypeMeta(patchMap map[string]interface{}) bool {
+	_, apiVersion := patchMap["apiVersion"].(string)
+	_, kind := patchMap["kind"].(string)
+	return apiVersion || kind
+}
+
+// withTypeMetaOf returns patched with original's apiVersion and kind, as
+// kube-apiserver reads a strategic merge patch's result: field by field
+// into the endpoint kind's Go type, converted by that type, so that an
+// apiVersion or kind the patch set is not read (a merge or JSON patch's
+// result is decoded by the apiVersion and kind it names).
+func withTypeMetaOf(original, patched []byte) ([]byte, error) {
+	var from, to map[string]interface{}
+	if err := utiljson.Unmarshal(original, &from); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if err := utiljson.Unmarshal(patched, &to); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	for _, key := range []string{"apiVersion", "kind"} {
+		if _, ok := to[key].(string); !ok {
+			continue
+		}
+		if v, ok := from[key]; ok {
+			to[key] = v
+		} else {
+			delete(to, key)
+		}
+	}
+	out, err := unstructuredjson.Marshal(to)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
 }
 
 // strategicMergePatch applies patch to original with the library, which

@@ -129,3 +129,55 @@ func TestFieldManagersForgetReplacedDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// A JSON or merge patch's result is decoded by the apiVersion and kind it
+// names, as kube-apiserver's patch handler decodes it (its codec): one
+// whose apiVersion and kind it cannot read, or that names a kind or version
+// the kind's scheme cannot decode into the endpoint's kind, is an invalid
+// patch (422, on field "patch"), not a create's 400. Unlike a create, a
+// custom resource's patch is not checked against the endpoint's group
+// version: its validation refuses another apiVersion (422), under the group
+// and kind the object names. A strategic merge patch's result is read
+// field by field into the endpoint kind's Go type: the apiVersion and kind
+// it sets are not read.
+func TestPatchResultTypeMeta(t *testing.T) {
+	ts := newTestServer(t)
+	serveThings(t, ts)
+	const things = "/apis/a.example.com/v1/namespaces/default/things"
+	if code, body := call(t, ts, "POST", things, "application/json", `{"apiVersion":"a.example.com/v1","kind":"Thing","metadata":{"name":"one"}}`); code != 201 {
+		t.Fatalf("create a thing: %d %s", code, body)
+	}
+	const (
+		merge = "application/merge-patch+json"
+		json  = "application/json-patch+json"
+		smp   = "application/strategic-merge-patch+json"
+		ns    = "/api/v1/namespaces/default"
+	)
+	for _, tc := range []struct {
+		path, contentType, patch string
+		code                     int
+		want                     []string // in the response body
+	}{
+		{ns, merge, `{"apiVersion":"v9"}`, 422, []string{`"field":"patch"`, `: no kind \"Namespace\" is registered for version \"v9\" in scheme \"pkg/api/legacyscheme/scheme.go:30\"`}},
+		{ns, merge, `{"kind":"Pod"}`, 422, []string{`"field":"patch"`, `: converting (v1.Pod) to (core.Namespace): unknown conversion`}},
+		{ns, merge, `{"apiVersion":5}`, 422, []string{`"field":"patch"`,
+			`: couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .apiVersion of type string`}},
+		{ns, json, `[{"op":"replace","path":"","value":[1]}]`, 422, []string{`"message":" \"\" is invalid: patch: Invalid value: \"[1]\": couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct`}},
+		{ns + "?fieldValidation=Ignore", merge, `[1]`, 422, []string{`patch: Invalid value: \"[1]\": couldn't get version/kind`}},
+		{things + "/one", merge, `{"apiVersion":"a/b/c"}`, 422, []string{`"field":"patch"`, `: unexpected GroupVersion string: a/b/c"`}},
+		{things + "/one", merge, `{"apiVersion":"v9"}`, 422, []string{
+			`"message":"Thing \"one\" is invalid: apiVersion: Invalid value: \"v9\": must be a.example.com/v1"`, `"field":"apiVersion"`}},
+		{things + "/one", merge, `{"apiVersion":"other.example.com/v1","kind":"Other"}`, 422, []string{
+			`"message":"Other.other.example.com \"one\" is invalid: [kind: Invalid value: \"Other\": must be Thing, apiVersion: Invalid value: \"other.example.com/v1\": must be a.example.com/v1]"`}},
+		{ns, smp, `{"apiVersion":"v9","kind":"Pod","metadata":{"labels":{"smp":"yes"}}}`, 200, []string{`"kind":"Namespace","apiVersion":"v1"`, `"smp":"yes"`}},
+	} {
+		code, body := call(t, ts, "PATCH", tc.path, tc.contentType, tc.patch)
+		ok := code == tc.code
+		for _, w := range tc.want {
+			ok = ok && strings.Contains(body, w)
+		}
+		if !ok {
+			t.Errorf("PATCH %s (%s) %s: %d %.600s\nwant %d containing %q", tc.path, tc.contentType, tc.patch, code, body, tc.code, tc.want)
+		}
+	}
+}
