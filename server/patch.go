@@ -22,6 +22,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kapi-dev/kapi/server/internal/handlers"
 	"github.com/kapi-dev/kapi/server/unstructuredjson"
 )
 
@@ -108,15 +109,6 @@ func parsePatchOptions(r *http.Request, patchType types.PatchType) (metav1.Patch
 	return opts, nil
 }
 
-// jsonPatchOp is what kube-apiserver strictly decodes a JSON patch's
-// operations as.
-type jsonPatchOp struct {
-	Op    string      `json:"op"`
-	Path  string      `json:"path"`
-	From  string      `json:"from"`
-	Value interface{} `json:"value"`
-}
-
 // patchStrictErrors decodes a JSON, merge or strategic merge patch strictly,
 // as kube-apiserver does unless fieldValidation is Ignore: a patch that is
 // not a list of operations or an object is a 400; its duplicate fields (and
@@ -128,8 +120,7 @@ func patchStrictErrors(patchType types.PatchType, patch []byte, fieldValidation 
 	}
 	switch patchType {
 	case types.JSONPatchType:
-		var ops []jsonPatchOp
-		strict, err := sigsjson.UnmarshalStrict(patch, &ops)
+		strict, err := handlers.StrictJSONPatchErrors(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 		}

@@ -181,3 +181,23 @@ func TestPatchResultTypeMeta(t *testing.T) {
 		}
 	}
 }
+
+// A JSON patch that is not a list of operations fails as kube-apiserver's
+// patch handler fails it: under fieldValidation Warn (the default) or
+// Strict it decodes the operations strictly into its handlers package's
+// type first, which its message names; under Ignore json-patch's decoder
+// is the first to fail.
+func TestMalformedJSONPatchMessage(t *testing.T) {
+	ts := newTestServer(t)
+	const ns = "/api/v1/namespaces/default"
+	for query, want := range map[string]string{
+		"":                        `"message":"error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"`,
+		"?fieldValidation=Strict": `"message":"error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"`,
+		"?fieldValidation=Ignore": `"message":"json: cannot unmarshal object into Go value of type jsonpatch.Patch"`,
+	} {
+		code, body := call(t, ts, "PATCH", ns+query, "application/json-patch+json", `{"op":"add"}`)
+		if code != 400 || !strings.Contains(body, want) {
+			t.Errorf("PATCH%s: %d %s\nwant 400 containing %s", query, code, body, want)
+		}
+	}
+}
