@@ -2045,7 +2045,7 @@ func TestCustomResourceScaleFieldValidation(t *testing.T) {
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Scale in version "v1" cannot be handled as a Scale: strict decoding error: unknown field "spec.bogus", unknown field "extra"`)
 	// The endpoint takes an autoscaling/v1 Scale only.
 	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"s"},"spec":{"replicas":2}}`))
-	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Gadget in version "v1" cannot be handled as a Scale: no kind "Gadget" is registered for version "dyn.example.com/v1" in scheme "pkg/runtime/scheme.go:110"`)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Gadget in version "v1" cannot be handled as a Scale: no kind "Gadget" is registered for version "dyn.example.com/v1" in scheme "k8s.io/client-go/scale/util.go:146"`)
 	// A PUT's uid is a precondition; its name must be the URL's.
 	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","uid":"not-the-uid"},"spec":{"replicas":2}}`))
 	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, `Operation cannot be fulfilled on gadgets.dyn.example.com "s": Precondition failed: UID in precondition: not-the-uid, UID in object meta: `)

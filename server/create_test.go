@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -353,6 +354,58 @@ func TestBodyKindDecodeErrors(t *testing.T) {
 		var st metav1.Status
 		if code != http.StatusBadRequest || json.Unmarshal([]byte(body), &st) != nil || st.Reason != metav1.StatusReasonBadRequest || st.Message != tc.want {
 			t.Errorf("%s %s %s: %d %s\nwant 400 %s", tc.method, tc.path, tc.body, code, body, tc.want)
+		}
+	}
+}
+
+// A body naming a kind its decoder's scheme does not know names that
+// scheme as kube-apiserver's errors name it: a built-in kind's protobuf
+// body the kind's own scheme (the legacy scheme), a custom resource's
+// Scale client-go's scale converter's (kapi's own schemes are named after
+// where the module cache holds apimachinery).
+func TestNotRegisteredSchemeNames(t *testing.T) {
+	ts := newTestServer(t)
+	ns, err := (&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pb"}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v9", Kind: "Namespace"}, Raw: ns}
+	data, err := unk.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	crd := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"scalers.s.example.com"},
+		"spec":{"group":"s.example.com","scope":"Cluster","names":{"plural":"scalers","kind":"Scaler"},
+		"versions":[{"name":"v1","served":true,"storage":true,"subresources":{"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}},
+		"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+	if code, body := call(t, ts, http.MethodPost, crds, "application/json", crd); code != http.StatusCreated {
+		t.Fatalf("create the CRD: %d %s", code, body)
+	}
+	const scalers = "/apis/s.example.com/v1/scalers"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _ := call(t, ts, http.MethodPost, scalers, "application/json", `{"apiVersion":"s.example.com/v1","kind":"Scaler","metadata":{"name":"one"},"spec":{"replicas":1}}`)
+		if code == http.StatusCreated {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the custom resource is not served: %d", code)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		method, path, contentType, body, want string
+	}{
+		{http.MethodPost, nsPath, "application/vnd.kubernetes.protobuf", "k8s\x00" + string(data),
+			`Namespace in version "v9" cannot be handled as a Namespace: no kind "Namespace" is registered for version "v9" in scheme "pkg/api/legacyscheme/scheme.go:30"`},
+		{http.MethodPut, scalers + "/one/scale", "application/json", `{"apiVersion":"autoscaling/v1","kind":"Foo","metadata":{"name":"one"},"spec":{"replicas":2}}`,
+			`Foo in version "v1" cannot be handled as a Scale: no kind "Foo" is registered for version "autoscaling/v1" in scheme "k8s.io/client-go/scale/util.go:146"`},
+	} {
+		code, body := call(t, ts, tc.method, tc.path, tc.contentType, tc.body)
+		var st metav1.Status
+		if code != http.StatusBadRequest || json.Unmarshal([]byte(body), &st) != nil || st.Message != tc.want {
+			t.Errorf("%s %s: %d %s\nwant 400 %s", tc.method, tc.path, code, body, tc.want)
 		}
 	}
 }

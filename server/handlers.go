@@ -555,7 +555,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		err = undecodable(req, ye.body, ye.err)
 	}
 	if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
-		err = pe.status(req.res.Kind)
+		err = pe.status(req.res.Kind, schemeName(req.res))
 	}
 	if err != nil {
 		writeError(w, r, err)
@@ -848,7 +848,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		err = undecodable(req, ye.body, ye.err)
 	}
 	if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
-		err = pe.status(req.res.Kind)
+		err = pe.status(req.res.Kind, schemeName(req.res))
 	}
 	if err != nil {
 		writeError(w, r, err)

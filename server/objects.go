@@ -53,12 +53,28 @@ func (e *protobufBodyError) Error() string { return e.err.Error() }
 
 // status is the error as kube-apiserver's create and update handlers word
 // a body their decoder refused (transformDecodeError), kind being the
-// endpoint's.
-func (e *protobufBodyError) status(kind string) error {
-	if e.gvk != nil && e.gvk.Kind != "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", e.gvk.Kind, e.gvk.Version, kind, e.err))
+// endpoint's. A kind the envelope names that is not registered is named
+// as not registered in schemeName, the scheme kube decodes the endpoint's
+// kind with (kapi's protobuf scheme is its own).
+func (e *protobufBodyError) status(kind, schemeName string) error {
+	err := e.err
+	if e.gvk != nil && schemeName != "" && runtime.IsNotRegisteredError(err) {
+		err = runtime.NewNotRegisteredErrForKind(schemeName, *e.gvk)
 	}
-	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, e.err, summarizeData(e.body)))
+	if e.gvk != nil && e.gvk.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", e.gvk.Kind, e.gvk.Version, kind, err))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summarizeData(e.body)))
+}
+
+// schemeName is the name of the scheme kube-apiserver decodes res's
+// bodies with, as its errors give it; "" when kapi does not know it.
+func schemeName(res *registry.Resource) string {
+	if as, ok := res.Strategy.(registry.AdmissionScheme); ok {
+		_, name := as.AdmissionScheme()
+		return name
+	}
+	return ""
 }
 
 // summarizeData is kube-apiserver's summary of a body it could not

@@ -129,7 +129,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 			err = apierrors.NewBadRequest("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml")
 		}
 		if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
-			err = pe.status("Scale")
+			err = pe.status("Scale", scaleSchemeName)
 		}
 	}
 	if err != nil {
@@ -395,6 +395,13 @@ type scaleWrite struct{ scale, old *unstructured.Unstructured }
 // kube-apiserver's scale converter's scheme.
 var scaleScheme = scaleclient.NewScaleConverter().Scheme()
 
+// scaleSchemeName is the name kube-apiserver's scale converter's scheme
+// gives itself in its errors ("no kind ... is registered for version ...
+// in scheme ..."): the file and line of client-go's NewScaleConverter
+// that made it, as its release builds record them (a scheme kapi makes is
+// named after the module cache's path instead).
+const scaleSchemeName = "k8s.io/client-go/scale/util.go:146"
+
 // decodeScale decodes a Scale sent to /scale (a PUT's body, or a patch's
 // result) as kube-apiserver's scale endpoint does: an autoscaling/v1 Scale
 // (what the body leaves out of its apiVersion and kind defaults to that),
@@ -417,6 +424,9 @@ func decodeScale(ctx context.Context, data []byte, fieldValidation string, patch
 			gvk.Group, gvk.Version = gv.Group, gv.Version
 		}
 		if _, err := scaleScheme.New(gvk); err != nil {
+			if runtime.IsNotRegisteredError(err) {
+				err = runtime.NewNotRegisteredErrForKind(scaleSchemeName, gvk)
+			}
 			return nil, fail(err)
 		}
 	}
