@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -185,7 +186,20 @@ func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch
 		}
 		req.patchQuote = fmt.Sprintf("%+v", patchMap)
 		if setsTypeMeta(patchMap) {
-			return withTypeMetaOf(original, patched)
+			if patched, err = withTypeMetaOf(original, patched); err != nil {
+				return nil, err
+			}
+		}
+		// kube-apiserver reads the result into the kind's Go type with the
+		// unstructured converter (applyPatchToObject), whose error (not
+		// encoding/json's) an invalid patch quotes: "cannot convert int64
+		// to string".
+		var patchedMap map[string]interface{}
+		if err := utiljson.Unmarshal(patched, &patchedMap); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(patchedMap, req.res.GoType(req.version)); err != nil {
+			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), req.patchQuote, err.Error())})
 		}
 		return patched, nil
 	}

@@ -201,3 +201,23 @@ func TestMalformedJSONPatchMessage(t *testing.T) {
 		}
 	}
 }
+
+// A strategic merge patch whose result does not fit the kind's Go type is
+// an invalid patch quoting the patch as its Go map prints, with the error
+// of the unstructured converter kube-apiserver reads the result with
+// (applyPatchToObject: FromUnstructuredWithValidation), not encoding/json's.
+func TestStrategicMergePatchResultErrors(t *testing.T) {
+	ts := newTestServer(t)
+	const ns = "/api/v1/namespaces/default"
+	for patch, want := range map[string]string{
+		`{"metadata":{"labels":{"a":1}}}`: `"message":" \"\" is invalid: patch: Invalid value: \"map[metadata:map[labels:map[a:1]]]\": cannot convert int64 to string"`,
+		`{"spec":{"finalizers":"x"}}`:     `"message":" \"\" is invalid: patch: Invalid value: \"map[spec:map[finalizers:x]]\": cannot restore slice from string"`,
+		`{"metadata":"x"}`:                `"message":" \"\" is invalid: patch: Invalid value: \"map[metadata:x]\": cannot restore struct from: string"`,
+		`{"apiVersion":5}`:                `"message":" \"\" is invalid: patch: Invalid value: \"map[apiVersion:5]\": cannot convert int64 to string"`,
+	} {
+		code, body := call(t, ts, "PATCH", ns, "application/strategic-merge-patch+json", patch)
+		if code != 422 || !strings.Contains(body, want) || !strings.Contains(body, `"field":"patch"`) {
+			t.Errorf("PATCH %s: %d %s\nwant 422 containing %s", patch, code, body, want)
+		}
+	}
+}
