@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -369,6 +370,26 @@ func TestErrorsAsStatus(t *testing.T) {
 				st.Message != "etcdserver: mvcc: required revision is a future revision" || r.Header.Get("Retry-After") != "" {
 				t.Errorf("list ?%s: %d %s (Retry-After %q), want etcd's future revision error, a 500", q, r.Code, r.Body, r.Header.Get("Retry-After"))
 			}
+		}
+	})
+
+	t.Run("malformed resourceVersion of a get", func(t *testing.T) {
+		// kube-apiserver serves a get that names a resourceVersion from its
+		// watch cache, whose parser's error is no Status: a 500 with no
+		// reason (a list checks the parameter first, a 400).
+		const want = `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`
+		r := k.do(t, "GET", vwcs+"/existing?resourceVersion=abc", nil)
+		var st metav1.Status
+		if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusInternalServerError || st.Reason != "" || st.Message != want {
+			t.Errorf("get ?resourceVersion=abc: %d %s, want 500 with no reason and %q", r.Code, r.Body, want)
+		}
+		// The name is checked before: an invalid one is refused at once,
+		// without a wait for a newer resourceVersion.
+		start := time.Now()
+		r = k.do(t, "GET", vwcs+"/a%25b?resourceVersion=999999", nil)
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Name parameter invalid: "a%b": may not contain '%'`)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("an invalid name with a future resourceVersion answered after %v, want at once", d)
 		}
 	})
 

@@ -62,11 +62,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceReques
 		writeError(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	if err := s.waitForRV(r.Context(), opts.ResourceVersion); err != nil {
+	// The name is checked before the storage reads the resourceVersion,
+	// as kube-apiserver's key function checks it.
+	if err := checkPathName(req.name); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if err := checkPathName(req.name); err != nil {
+	if err := s.awaitGetResourceVersion(r.Context(), opts.ResourceVersion); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -89,6 +91,18 @@ func (s *Server) getObject(ctx context.Context, res *registry.Resource, namespac
 		return nil, 0, apierrors.NewInternalError(err)
 	}
 	return u, o.Rev, nil
+}
+
+// awaitGetResourceVersion reads a get's resourceVersion as
+// kube-apiserver's watch cache reads it (it serves every get that names
+// one): a malformed one is the cache's parser's error as it is, which is no
+// Status (a 500 with no reason; a list's is checked before, a 400), and a
+// newer one than the store's is waited for.
+func (s *Server) awaitGetResourceVersion(ctx context.Context, rv string) error {
+	if _, err := parseResourceVersion(rv); err != nil {
+		return err
+	}
+	return s.waitForRV(ctx, rv)
 }
 
 // waitForRV waits until the store has reached the resourceVersion rv
