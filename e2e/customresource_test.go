@@ -2231,6 +2231,32 @@ spec:
 	}
 }
 
+// A /scale get reads its custom resource as a get of it does, from
+// kube-apiserver's watch cache when it names a resourceVersion: "0" or an
+// older one is the current Scale, a newer one than the server's is waited
+// for then a 504, a malformed one is the cache's parser's error (a 500 with
+// no reason). kapi read the current Scale whatever was asked.
+func TestCustomResourceScaleGetResourceVersion(t *testing.T) {
+	t.Parallel()
+	k := startMemKapi(t)
+	createScalable(t, k, "scalerv.example.com")
+	const p = "/apis/scalerv.example.com/v1/namespaces/default/pbscales/one/scale"
+	for _, rv := range []string{"0", "1"} {
+		r := k.do(t, "GET", p+"?resourceVersion="+rv, nil)
+		if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"replicas":2`) {
+			t.Errorf("/scale ?resourceVersion=%s: %d %s, want the current Scale", rv, r.Code, r.Body)
+		}
+	}
+	r := k.do(t, "GET", p+"?resourceVersion=999999", nil)
+	expectStatus(t, r, http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "Too large resource version: 999999")
+	const want = `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`
+	r = k.do(t, "GET", p+"?resourceVersion=abc", nil)
+	var st metav1.Status
+	if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusInternalServerError || st.Reason != "" || st.Message != want {
+		t.Errorf("/scale ?resourceVersion=abc: %d %s, want 500 with no reason and %q", r.Code, r.Body, want)
+	}
+}
+
 // A deletecollection of CRDs deletes every CRD its selector matches and no
 // other (kube's CRD conformance test "listing custom resource definition
 // objects works"): each CRD's DELETE takes its own UID as its precondition,
