@@ -2255,6 +2255,8 @@ func TestCustomResourceScaleGetResourceVersion(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusInternalServerError || st.Reason != "" || st.Message != want {
 		t.Errorf("/scale ?resourceVersion=abc: %d %s, want 500 with no reason and %q", r.Code, r.Body, want)
 	}
+	r = k.do(t, "GET", p+"?export=true", nil)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the export parameter, deprecated since v1.14, is no longer supported")
 }
 
 // A deletecollection of CRDs deletes every CRD its selector matches and no

@@ -393,6 +393,20 @@ func TestErrorsAsStatus(t *testing.T) {
 		}
 	})
 
+	t.Run("export parameter of a get", func(t *testing.T) {
+		// kube-apiserver's get handler refuses export (removed in 1.18)
+		// unless it is false; a list ignores it.
+		for _, q := range []string{"export=true", "export=1", "export", "export=yes&export=false"} {
+			r := k.do(t, "GET", vwcs+"/existing?"+q, nil)
+			expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "the export parameter, deprecated since v1.14, is no longer supported")
+		}
+		for _, p := range []string{vwcs + "/existing?export=false", vwcs + "/existing?export=0", vwcs + "/existing?export=FALSE", vwcs + "?export=true"} {
+			if r := k.do(t, "GET", p, nil); r.Code != http.StatusOK {
+				t.Errorf("GET %s: %d %s, want 200", p, r.Code, r.Body)
+			}
+		}
+	})
+
 	t.Run("YAML body", func(t *testing.T) {
 		y := strings.Replace(vwcYAML, "vwc-e2e", "from-yaml", 1)
 		r := k.do(t, "POST", vwcs, []byte(y), "Content-Type: application/yaml")

@@ -57,9 +57,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceReques
 		writeError(w, r, err)
 		return
 	}
-	var opts metav1.GetOptions
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
-		writeError(w, r, apierrors.NewBadRequest(err.Error()))
+	opts, err := decodeGetOptions(r)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	// The name is checked before the storage reads the resourceVersion,
@@ -91,6 +91,27 @@ func (s *Server) getObject(ctx context.Context, res *registry.Resource, namespac
 		return nil, 0, apierrors.NewInternalError(err)
 	}
 	return u, o.Rev, nil
+}
+
+// decodeGetOptions reads a get's query as kube-apiserver's get handler
+// reads it: an export parameter that is not false is refused (export was
+// removed in 1.18), then the GetOptions are decoded.
+func decodeGetOptions(r *http.Request) (metav1.GetOptions, error) {
+	var opts metav1.GetOptions
+	q := r.URL.Query()
+	if export := q["export"]; len(export) > 0 {
+		exporting := true
+		if err := runtime.Convert_Slice_string_To_bool(&export, &exporting, nil); err != nil {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("the export parameter cannot be parsed: %v", err))
+		}
+		if exporting {
+			return opts, apierrors.NewBadRequest("the export parameter, deprecated since v1.14, is no longer supported")
+		}
+	}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+		return opts, apierrors.NewBadRequest(err.Error())
+	}
+	return opts, nil
 }
 
 // awaitGetResourceVersion reads a get's resourceVersion as

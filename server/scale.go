@@ -10,7 +10,6 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,9 +75,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 		// As kube-apiserver's scale storage, which reads the custom
 		// resource as a get of it does: its options, its name, then its
 		// resourceVersion from the watch cache.
-		var opts metav1.GetOptions
-		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
-			writeError(w, r, apierrors.NewBadRequest(err.Error()))
+		opts, err := decodeGetOptions(r)
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
 		err = checkPathName(req.name)
