@@ -2064,6 +2064,12 @@ func TestCustomResourceScaleFieldValidation(t *testing.T) {
 			t.Errorf("PATCH /scale %s: details %+v, want one cause on the field patch", c.patch, status.Details)
 		}
 	}
+	// A PATCH's options are PatchOptions, every error in one Invalid, as
+	// kube-apiserver's patch handler validates them (kapi checked them as
+	// UpdateOptions first, one error at a time).
+	r = k.do(t, "PATCH", path+"/s/scale?dryRun=Bogus&force=true", []byte(`{"spec":{"replicas":3}}`), "Content-Type: application/merge-patch+json")
+	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		`PatchOptions.meta.k8s.io "" is invalid: [force: Forbidden: may not be specified for non-apply patch, dryRun: Unsupported value: []string{"Bogus"}: supported values: "All"]`)
 }
 
 // Field selectors read a selectable field from the object as it is served

@@ -149,14 +149,8 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 	}
 	patchType := types.PatchType(mt)
 	req.serverSideApply = patchType == types.ApplyYAMLPatchType
-	opts, err := parseUpdateOptions(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	// Admission sees the client's options (a patch's as UpdateOptions),
-	// as kube-apiserver passes them.
-	req.options = opts.raw
+	// A PATCH's options are validated as PatchOptions, every error in one
+	// Invalid PatchOptions, as kube-apiserver's patch handler does.
 	var force bool
 	if r.Method == http.MethodPatch {
 		popts, err := parsePatchOptions(r, patchType)
@@ -166,6 +160,14 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		}
 		force = popts.Force != nil && *popts.Force
 	}
+	opts, err := parseUpdateOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	// Admission sees the client's options (a patch's as UpdateOptions),
+	// as kube-apiserver passes them.
+	req.options = opts.raw
 	fm, err := s.fieldManagers.get(req.res, req.version, "scale")
 	if err != nil {
 		writeError(w, r, apierrors.NewInternalError(err))
