@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1678,6 +1679,13 @@ func TestCustomResourceBodyErrors(t *testing.T) {
 	r = k.do(t, "POST", path, []byte(noKind))
 	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
 		`the object provided is unrecognized (must be of type Gadget): Object 'Kind' is missing in '`+noKind+`' ({"apiVersion":"dyn.example.com ...)`)
+	// Sent as YAML, the JSON it converts to is quoted, and the YAML as
+	// sent summarized, in hex as kube-apiserver summarizes a body that is
+	// not a JSON object.
+	noKindYAML := "apiVersion: dyn.example.com/v1\nmetadata:\n  name: nokind\n"
+	r = k.do(t, "POST", path, []byte(noKindYAML), "Content-Type: application/yaml")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		`the object provided is unrecognized (must be of type Gadget): Object 'Kind' is missing in '`+noKind+`' (`+hex.EncodeToString([]byte(noKindYAML)[:30])+` ...)`)
 	// A patch that removes the kind is an invalid patch.
 	mustCode(t, "create", k.do(t, "POST", path, []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"kinded"}}`)), http.StatusCreated)
 	r = k.do(t, "PATCH", path+"/kinded", []byte(`{"kind":null}`), "Content-Type: application/merge-patch+json")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -414,14 +415,22 @@ func TestErrorsAsStatus(t *testing.T) {
 			t.Errorf("YAML create: %d %s", r.Code, r.Body)
 		}
 		// A body that is not an object, worded as kube-apiserver's decoder
-		// words it (it reads apiVersion and kind into a struct first).
+		// words it (it reads apiVersion and kind into a struct first), the
+		// body summarized as kube's create handler summarizes one that is
+		// not a JSON object: in hex.
 		r = k.do(t, "POST", vwcs, []byte(`[]`))
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			`the object provided is unrecognized (must be of type ValidatingWebhookConfiguration): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" } ([])`)
+			`the object provided is unrecognized (must be of type ValidatingWebhookConfiguration): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" } (5b5d)`)
 		// YAML that does not parse, worded as kube-apiserver's decoder.
 		r = k.do(t, "POST", vwcs, []byte("a: ["), "Content-Type: application/yaml")
 		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			"the object provided is unrecognized (must be of type ValidatingWebhookConfiguration): yaml: line 1: did not find expected node content (a: [)")
+			"the object provided is unrecognized (must be of type ValidatingWebhookConfiguration): yaml: line 1: did not find expected node content (613a205b)")
+		// YAML that parses into something else than an object: the YAML
+		// as sent is summarized (its first 30 bytes), not its JSON.
+		list := "- apiVersion: admissionregistration.k8s.io/v1\n"
+		r = k.do(t, "PUT", vwcs+"/existing", []byte(list), "Content-Type: application/yaml")
+		expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			"json parse error: json: cannot unmarshal array into Go value of type struct", "("+hex.EncodeToString([]byte(list)[:30])+" ...)")
 	})
 }
 

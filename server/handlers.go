@@ -585,7 +585,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, yamlStrict, err := readObjectBody(r, req.gvk(), bodyTypes(req.res)...)
+	body, _, yamlStrict, sent, err := readObjectBody(r, req.gvk(), bodyTypes(req.res)...)
+	req.sent = sent
 	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
 		err = undecodable(req, ye.body, ye.err)
 	}
@@ -878,7 +879,8 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *resourceReq
 		writeError(w, r, err)
 		return
 	}
-	body, _, yamlStrict, err := readObjectBody(r, req.gvk(), bodyTypes(req.res)...)
+	body, _, yamlStrict, sent, err := readObjectBody(r, req.gvk(), bodyTypes(req.res)...)
+	req.sent = sent
 	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
 		err = undecodable(req, ye.body, ye.err)
 	}

@@ -31,7 +31,7 @@ import (
 // as JSON, converting YAML (a server-side apply configuration is returned
 // as sent: see decodeApplyConfig). allowed lists the accepted media types.
 func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
-	data, mt, _, err := readObjectBody(r, nil, allowed...)
+	data, mt, _, _, err := readObjectBody(r, nil, allowed...)
 	if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
 		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
 	}
@@ -86,7 +86,10 @@ func summarizeData(data []byte) string {
 	case len(data) == 0:
 		return "<empty>"
 	case data[0] == '{':
-		return summarize(data)
+		if len(data) > maxLength {
+			return string(data[:maxLength]) + " ..."
+		}
+		return string(data)
 	case len(data) > maxLength:
 		return hex.EncodeToString(data[:maxLength]) + " ..."
 	}
@@ -106,14 +109,15 @@ func (e *yamlBodyError) Error() string { return e.err.Error() }
 // strictly, as kube-apiserver's strict YAML decoder reads it, and its
 // duplicate keys come back as a strict error (kube lists it first). A
 // protobuf envelope without a kind or version takes defaultGVK's, as kube's
-// decoder defaults it to the endpoint's kind.
-func readObjectBody(r *http.Request, defaultGVK *schema.GroupVersionKind, allowed ...string) ([]byte, string, []error, error) {
+// decoder defaults it to the endpoint's kind. sent is the body as the
+// client sent it (YAML or protobuf, before its conversion to JSON).
+func readObjectBody(r *http.Request, defaultGVK *schema.GroupVersionKind, allowed ...string) (body []byte, mediaType string, strict []error, sent []byte, err error) {
 	ct := r.Header.Get("Content-Type")
 	mt := "application/json"
 	if ct != "" {
 		var err error
 		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			return nil, "", nil, unsupportedMediaType(allowed)
+			return nil, "", nil, nil, unsupportedMediaType(allowed)
 		}
 	}
 	ok := false
@@ -123,15 +127,16 @@ func readObjectBody(r *http.Request, defaultGVK *schema.GroupVersionKind, allowe
 		}
 	}
 	if !ok {
-		return nil, "", nil, unsupportedMediaType(allowed)
+		return nil, "", nil, nil, unsupportedMediaType(allowed)
 	}
 	data, err := readAtMost(r.Body, r.ContentLength, maxBodyBytes+1)
 	if err != nil {
-		return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
+		return nil, "", nil, nil, apierrors.NewBadRequest(fmt.Sprintf("unable to read request body: %v", err))
 	}
 	if len(data) > maxBodyBytes {
-		return nil, "", nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+		return nil, "", nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
 	}
+	sent = data
 	if mt == protobufMediaType {
 		if defaultGVK != nil && !protobufCodecs().scheme.Recognizes(*defaultGVK) {
 			// A custom resource: kube's decoder reads the envelope, then
@@ -141,31 +146,30 @@ func readObjectBody(r *http.Request, defaultGVK *schema.GroupVersionKind, allowe
 			if err == nil {
 				err = runtime.NewMissingKindErr("object has no kind field ")
 			}
-			return nil, "", nil, &protobufBodyError{body: data, gvk: gvk, err: err}
+			return nil, "", nil, nil, &protobufBodyError{body: data, gvk: gvk, err: err}
 		}
 		obj, gvk, err := protobufCodecs().codec.Decode(data, defaultGVK, nil)
 		if err != nil {
-			return nil, "", nil, &protobufBodyError{body: data, gvk: gvk, err: err}
+			return nil, "", nil, nil, &protobufBodyError{body: data, gvk: gvk, err: err}
 		}
 		if data, err = json.Marshal(obj); err != nil {
 			// A RawExtension (a DeviceClass's opaque parameters) that
 			// is not JSON: bad input, though not refused as kube-apiserver
 			// refuses it (422 from validation, which kapi runs on JSON).
-			return nil, "", nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: a field holds data that is not JSON: %v", err))
+			return nil, "", nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: a field holds data that is not JSON: %v", err))
 		}
 	}
-	var strict []error
 	if mt == "application/yaml" {
 		js, err := yaml.YAMLToJSON(data)
 		if err != nil {
-			return nil, "", nil, &yamlBodyError{body: data, err: err}
+			return nil, "", nil, nil, &yamlBodyError{body: data, err: err}
 		}
 		if _, err := yaml.YAMLToJSONStrict(data); err != nil {
 			strict = append(strict, err)
 		}
 		data = js
 	}
-	return data, mt, strict, nil
+	return data, mt, strict, sent, nil
 }
 
 // bodyTypes are the media types a create or update of res accepts: those
@@ -312,7 +316,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), patchQuote(), tmErr.Error())})
 	}
 	if tmErr != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", req.res.Kind, tmErr, summarize(body)))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", req.res.Kind, tmErr, summarizeData(req.quoted(body))))
 	}
 	// A built-in kind's body is decoded into the Go type its apiVersion
 	// and kind name in the kind's scheme, before its fields are read.
@@ -339,7 +343,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 	case req.res.Custom && obj.GetKind() == "":
 		// kube-apiserver decodes a custom resource as unstructured,
 		// which needs its kind.
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): Object 'Kind' is missing in '%s' (%s)", req.res.Kind, body, summarize(body)))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): Object 'Kind' is missing in '%s' (%s)", req.res.Kind, body, summarizeData(req.quoted(body))))
 	case !req.res.Custom:
 		// A built-in kind's decoder fills in what the body leaves out.
 		if obj.GetAPIVersion() == "" {
@@ -403,7 +407,7 @@ func decodeObject(w http.ResponseWriter, r *http.Request, req *resourceRequest, 
 func undecodable(req *resourceRequest, body []byte, err error) error {
 	var tm metav1.TypeMeta
 	if json.Unmarshal(body, &tm) != nil || (tm.Kind == "" && req.res.Custom) {
-		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", req.res.Kind, err, summarize(body)))
+		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", req.res.Kind, err, summarizeData(req.quoted(body))))
 	}
 	kind, version := tm.Kind, req.version
 	if kind == "" {
@@ -415,16 +419,14 @@ func undecodable(req *resourceRequest, body []byte, err error) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, version, req.res.Kind, err))
 }
 
-// summarize is the start of a body kube-apiserver quotes in a decoding
-// error.
-func summarize(body []byte) string {
-	switch {
-	case len(body) == 0:
-		return "<empty>"
-	case len(body) > 30:
-		return string(body[:30]) + " ..."
+// quoted is what kube-apiserver summarizes of a body it could not decode:
+// the body as the client sent it (YAML, protobuf) when kapi converted it
+// to body, else body.
+func (req *resourceRequest) quoted(body []byte) []byte {
+	if req.sent != nil {
+		return req.sent
 	}
-	return string(body)
+	return body
 }
 
 // readAtMost reads body up to limit bytes into a buffer sized by the

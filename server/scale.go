@@ -134,7 +134,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		// A Scale in any media type of kube-apiserver's scale endpoint,
 		// whose serializer (autoscaling/v1's codecs) has protobuf.
 		allowed := []string{"application/json", "application/yaml", protobufMediaType}
-		body, mt, _, err = readObjectBody(r, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, allowed...)
+		body, mt, _, _, err = readObjectBody(r, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, allowed...)
 		if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
 			// (kapi's wording of a YAML Scale that does not parse, as before.)
 			err = apierrors.NewBadRequest("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml")

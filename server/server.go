@@ -343,6 +343,10 @@ type resourceRequest struct {
 	// options are the write's options as the client sent them, for the
 	// AdmissionReview (nil: the handler's own).
 	options runtime.Object
+	// sent is a create's or update's body as the client sent it (YAML or
+	// protobuf before kapi converted it to JSON), which kube-apiserver
+	// summarizes in a decoding error.
+	sent []byte
 	// decodedFrom is the JSON the object being written was decoded from
 	// (the body, a patch's result, or what the mutating webhooks left),
 	// for the kind's validation (registry.WithDecodedJSON).
