@@ -2035,25 +2035,33 @@ func TestCustomResourceScaleFieldValidation(t *testing.T) {
 	if r.Code != http.StatusOK || !strings.Contains(r.Header.Get("Warning"), `unknown field \"spec.bogus\"`) {
 		t.Errorf("PUT /scale with an unknown field: %d, Warning %q, want 200 and the field warned", r.Code, r.Header.Values("Warning"))
 	}
+	// Refused under Strict, in the words of kube's typer (below).
 	r = k.do(t, "PUT", path+"/s/scale?fieldValidation=Strict", body)
-	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `unknown field "spec.bogus"`)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `no kind is registered for the type v1.Scale`)
 
-	// As kube-apiserver's scale storage: a body that does not decode is
-	// worded as its decoder words it, negative replicas are refused by the
-	// custom resource's validation, and other verbs name the resource.
+	// As kube-apiserver's scale endpoint: a PUT's Scale that does not
+	// decode, whatever the reason, is the error of the typer its update
+	// handler words a decoding error with (the custom resource's, which
+	// knows no Scale); negative replicas are refused by the custom
+	// resource's validation, and other verbs name the resource.
+	const undecodable = `no kind is registered for the type v1.Scale in scheme "k8s.io/apiextensions-apiserver/pkg/apiserver/customresource_handler.go:725"`
 	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","namespace":"default"},"spec":{"replicas":"5"}}`))
-	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32`)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, undecodable)
+	r = k.do(t, "PUT", path+"/s/scale", []byte("a: ["), "Content-Type: application/yaml")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, undecodable)
+	r = k.do(t, "PUT", path+"/s/scale", []byte("k8s\x00garbage"), "Content-Type: application/vnd.kubernetes.protobuf")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, undecodable)
 	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","namespace":"default"},"spec":{"replicas":-1}}`))
 	expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `Gadget.dyn.example.com "s" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer`)
 	r = k.do(t, "DELETE", path+"/s/scale", nil)
 	expectStatus(t, r, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, `delete is not supported on resources of kind "gadgets.dyn.example.com"`)
 
-	// Every unknown field of a Strict PUT, in the decoder's words.
+	// Unknown fields of a Strict PUT, the same.
 	r = k.do(t, "PUT", path+"/s/scale?fieldValidation=Strict", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s"},"spec":{"replicas":2,"bogus":1},"extra":2}`))
-	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Scale in version "v1" cannot be handled as a Scale: strict decoding error: unknown field "spec.bogus", unknown field "extra"`)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, undecodable)
 	// The endpoint takes an autoscaling/v1 Scale only.
 	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"dyn.example.com/v1","kind":"Gadget","metadata":{"name":"s"},"spec":{"replicas":2}}`))
-	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, `Gadget in version "v1" cannot be handled as a Scale: no kind "Gadget" is registered for version "dyn.example.com/v1" in scheme "k8s.io/client-go/scale/util.go:146"`)
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, undecodable)
 	// A PUT's uid is a precondition; its name must be the URL's.
 	r = k.do(t, "PUT", path+"/s/scale", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"s","uid":"not-the-uid"},"spec":{"replicas":2}}`))
 	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, `Operation cannot be fulfilled on gadgets.dyn.example.com "s": Precondition failed: UID in precondition: not-the-uid, UID in object meta: `)

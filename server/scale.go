@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -136,11 +137,10 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req *resour
 		allowed := []string{"application/json", "application/yaml", protobufMediaType}
 		body, mt, _, _, err = readObjectBody(r, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, allowed...)
 		if ye := (*yamlBodyError)(nil); errors.As(err, &ye) {
-			// (kapi's wording of a YAML Scale that does not parse, as before.)
-			err = apierrors.NewBadRequest("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml")
+			err = scaleBodyUndecodable()
 		}
 		if pe := (*protobufBodyError)(nil); errors.As(err, &pe) {
-			err = pe.status("Scale", scaleSchemeName)
+			err = scaleBodyUndecodable()
 		}
 	}
 	if err != nil {
@@ -410,22 +410,38 @@ var scaleScheme = scaleclient.NewScaleConverter().Scheme()
 
 // scaleSchemeName is the name kube-apiserver's scale converter's scheme
 // gives itself in its errors ("no kind ... is registered for version ...
-// in scheme ..."): the file and line of client-go's NewScaleConverter
-// that made it, as its release builds record them (a scheme kapi makes is
-// named after the module cache's path instead).
+// in scheme ..."), which a patch of /scale whose result names another kind
+// gets: the file and line of client-go's NewScaleConverter that made it,
+// as its release builds record them (a scheme kapi makes is named after
+// the module cache's path instead).
 const scaleSchemeName = "k8s.io/client-go/scale/util.go:146"
+
+// customResourceTyperScheme names the scheme of the typer of
+// kube-apiserver's custom resource endpoints (by where
+// apiextensions-apiserver 1.33 makes it), which knows only the option kinds.
+const customResourceTyperScheme = "k8s.io/apiextensions-apiserver/pkg/apiserver/customresource_handler.go:725"
+
+// scaleBodyUndecodable is kube-apiserver's answer to a PUT of /scale whose
+// Scale does not decode, whatever the reason (malformed, of another kind,
+// refused fields under Strict): its update handler words a decoding error
+// after the endpoint's kind, which it asks the custom resource's typer for,
+// and that typer knows no Scale: its error is the answer.
+func scaleBodyUndecodable() error {
+	return apierrors.NewBadRequest(runtime.NewNotRegisteredErrForType(customResourceTyperScheme, reflect.TypeOf(autoscalingv1.Scale{})).Error())
+}
 
 // decodeScale decodes a Scale sent to /scale (a PUT's body, or a patch's
 // result) as kube-apiserver's scale endpoint does: an autoscaling/v1 Scale
 // (what the body leaves out of its apiVersion and kind defaults to that),
 // strictly as fieldValidation asks. A patch's result that does not decode
-// is an invalid patch.
+// is an invalid patch; a PUT's body, kube's typer error
+// (scaleBodyUndecodable).
 func decodeScale(ctx context.Context, data []byte, fieldValidation string, patched bool) (*autoscalingv1.Scale, error) {
 	fail := func(err error) error {
 		if patched {
 			return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(data), err.Error())})
 		}
-		return undecodable(&resourceRequest{res: &registry.Resource{Kind: "Scale"}, version: "v1"}, data, err)
+		return scaleBodyUndecodable()
 	}
 	var tm metav1.TypeMeta
 	if json.Unmarshal(data, &tm) == nil { // else the decoding below says why
