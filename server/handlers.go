@@ -36,6 +36,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/apiserver/pkg/util/apihelpers"
 	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kapi-dev/kapi/server/builtin"
@@ -1222,21 +1223,39 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 
 // parseDeleteOptions reads DeleteOptions as kube-apiserver does: from the
 // body when it has one (the query is then not read), else from the query.
+// A body is decoded by kube's own decoder of meta.k8s.io options, whose
+// error kube's delete handlers answer as it is: no Status, a 500 with no
+// reason.
 func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	var body []byte
+	var mt string
 	if r.ContentLength != 0 {
 		var err error
-		if body, _, err = readBody(r, "application/json", "application/yaml", protobufMediaType); err != nil {
+		_, mt, _, body, err = readObjectBody(r, nil, "application/json", "application/yaml", protobufMediaType)
+		ye, pe := (*yamlBodyError)(nil), (*protobufBodyError)(nil)
+		switch {
+		case errors.As(err, &ye):
+			body, mt = ye.body, "application/yaml"
+		case errors.As(err, &pe):
+			body, mt = pe.body, protobufMediaType
+		case err != nil:
 			return nil, err
 		}
 	}
 	if len(body) > 0 {
-		if err := json.Unmarshal(body, opts); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format: %v", err))
+		codecs := apihelpers.GetMetaInternalVersionCodecs()
+		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mt)
+		if !ok {
+			return nil, unsupportedMediaType([]string{"application/json", "application/yaml", protobufMediaType})
 		}
-		if opts.Kind != "" && opts.Kind != "DeleteOptions" {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request must be DeleteOptions, not %s", opts.Kind))
+		defaultGVK := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+		obj, _, err := codecs.DecoderToVersion(info.Serializer, metav1.SchemeGroupVersion).Decode(body, &defaultGVK, opts)
+		if err != nil {
+			return nil, err
+		}
+		if obj != opts {
+			return nil, errors.New("decoded object cannot be converted to DeleteOptions")
 		}
 	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
