@@ -170,10 +170,10 @@ func TestDeleteOptionsBodyOrQuery(t *testing.T) {
 	if r := k.do(t, "DELETE", path+"?dryRun=All", []byte(`{"apiVersion":"meta.k8s.io/v1","kind":"DeleteOptions"}`)); r.Code != http.StatusOK || exists() {
 		t.Errorf("DELETE ?dryRun=All with a body: HTTP %d, exists %v; want 200 and deleted", r.Code, exists())
 	}
-	// A body kube's decoder of meta.k8s.io options refuses is that
-	// decoder's error as it is, which kube's delete handlers answer as
-	// no Status: a 500 with no reason (kapi answered a 400 of its own
-	// words), for a delete and a deletecollection alike.
+	// A body kube's decoder of meta.k8s.io options refuses is a 400 in
+	// that decoder's words (kube's delete handlers answer it as no Status,
+	// a 500; bad input is a 400 here), for a delete and a deletecollection
+	// alike.
 	for _, c := range []struct{ body, contentType, want string }{
 		{`{"gracePeriodSeconds":"abc"}`, "application/json", "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"},
 		{`not json`, "application/json", "couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u')"},
@@ -183,8 +183,8 @@ func TestDeleteOptionsBodyOrQuery(t *testing.T) {
 		for _, p := range []string{collectionPath(gvrMWCs) + "/missing", collectionPath(gvrMWCs)} {
 			r := k.do(t, "DELETE", p, []byte(c.body), "Content-Type: "+c.contentType)
 			var st metav1.Status
-			if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusInternalServerError || st.Reason != "" || st.Message != c.want {
-				t.Errorf("DELETE %s with %s body %q: %d %s, want 500 with no reason and %q", p, c.contentType, c.body, r.Code, r.Body, c.want)
+			if err := json.Unmarshal(r.Body, &st); err != nil || r.Code != http.StatusBadRequest || st.Reason != metav1.StatusReasonBadRequest || st.Message != c.want {
+				t.Errorf("DELETE %s with %s body %q: %d %s, want 400 BadRequest and %q", p, c.contentType, c.body, r.Code, r.Body, c.want)
 			}
 		}
 	}

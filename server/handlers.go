@@ -117,12 +117,12 @@ func decodeGetOptions(r *http.Request) (metav1.GetOptions, error) {
 
 // awaitGetResourceVersion reads a get's resourceVersion as
 // kube-apiserver's watch cache reads it (it serves every get that names
-// one): a malformed one is the cache's parser's error as it is, which is no
-// Status (a 500 with no reason; a list's is checked before, a 400), and a
-// newer one than the store's is waited for.
+// one): a malformed one is the cache's parser's error, in its words, and a
+// newer one than the store's is waited for. (kube answers the parser's
+// error as no Status, a 500 with no reason; bad input is a 400 here.)
 func (s *Server) awaitGetResourceVersion(ctx context.Context, rv string) error {
 	if _, err := parseResourceVersion(rv); err != nil {
-		return err
+		return apierrors.NewBadRequest(err.Error())
 	}
 	return s.waitForRV(ctx, rv)
 }
@@ -1223,9 +1223,9 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *resourceReq
 
 // parseDeleteOptions reads DeleteOptions as kube-apiserver does: from the
 // body when it has one (the query is then not read), else from the query.
-// A body is decoded by kube's own decoder of meta.k8s.io options, whose
-// error kube's delete handlers answer as it is: no Status, a 500 with no
-// reason.
+// A body is decoded by kube's own decoder of meta.k8s.io options; one it
+// refuses is a 400 in its words (kube's delete handlers pass the error on
+// as no Status, a 500 with no reason; bad input is a 400 here).
 func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	var body []byte
@@ -1252,10 +1252,10 @@ func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 		defaultGVK := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
 		obj, _, err := codecs.DecoderToVersion(info.Serializer, metav1.SchemeGroupVersion).Decode(body, &defaultGVK, opts)
 		if err != nil {
-			return nil, err
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
 		if obj != opts {
-			return nil, errors.New("decoded object cannot be converted to DeleteOptions")
+			return nil, apierrors.NewBadRequest("decoded object cannot be converted to DeleteOptions")
 		}
 	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
