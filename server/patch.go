@@ -185,18 +185,21 @@ func applyPatch(req *resourceRequest, patchType types.PatchType, original, patch
 			return nil, interpretStrategicMergePatchError(err)
 		}
 		req.patchQuote = fmt.Sprintf("%+v", patchMap)
-		if setsTypeMeta(patchMap) {
-			if patched, err = withTypeMetaOf(original, patched); err != nil {
-				return nil, err
-			}
-		}
-		// kube-apiserver reads the result into the kind's Go type with the
-		// unstructured converter (applyPatchToObject), whose error (not
-		// encoding/json's) an invalid patch quotes: "cannot convert int64
-		// to string".
 		var patchedMap map[string]interface{}
 		if err := utiljson.Unmarshal(patched, &patchedMap); err != nil {
 			return nil, apierrors.NewInternalError(err)
+		}
+		// kube-apiserver reads the result field by field into the kind's
+		// Go type, converted by that type (applyPatchToObject), so that an
+		// apiVersion or kind the patch set is not read (a merge or JSON
+		// patch's result is decoded by the apiVersion and kind it names),
+		// with the unstructured converter, whose error (not
+		// encoding/json's) an invalid patch quotes: "cannot convert int64
+		// to string".
+		if setsTypeMeta(patchMap) {
+			if patched, err = withTypeMetaOf(original, patchedMap); err != nil {
+				return nil, err
+			}
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(patchedMap, req.res.GoType(req.version)); err != nil {
 			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), req.patchQuote, err.Error())})
@@ -214,30 +217,24 @@ func setsTypeMeta(patchMap map[string]interface{}) bool {
 	return apiVersion || kind
 }
 
-// withTypeMetaOf returns patched with original's apiVersion and kind, as
-// kube-apiserver reads a strategic merge patch's result: field by field
-// into the endpoint kind's Go type, converted by that type, so that an
-// apiVersion or kind the patch set is not read (a merge or JSON patch's
-// result is decoded by the apiVersion and kind it names).
-func withTypeMetaOf(original, patched []byte) ([]byte, error) {
-	var from, to map[string]interface{}
+// withTypeMetaOf sets patched's apiVersion and kind back to original's
+// (patched holds them as strings, or not at all) and returns its JSON.
+func withTypeMetaOf(original []byte, patched map[string]interface{}) ([]byte, error) {
+	var from map[string]interface{}
 	if err := utiljson.Unmarshal(original, &from); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	if err := utiljson.Unmarshal(patched, &to); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
 	for _, key := range []string{"apiVersion", "kind"} {
-		if _, ok := to[key].(string); !ok {
+		if _, ok := patched[key].(string); !ok {
 			continue
 		}
 		if v, ok := from[key]; ok {
-			to[key] = v
+			patched[key] = v
 		} else {
-			delete(to, key)
+			delete(patched, key)
 		}
 	}
-	out, err := unstructuredjson.Marshal(to)
+	out, err := unstructuredjson.Marshal(patched)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
