@@ -58,27 +58,32 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *resourceReques
 		writeError(w, r, err)
 		return
 	}
-	opts, err := decodeGetOptions(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	// The name is checked before the storage reads the resourceVersion,
-	// as kube-apiserver's key function checks it.
-	if err := checkPathName(req.name); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if err := s.awaitGetResourceVersion(r.Context(), opts.ResourceVersion); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	obj, _, err := s.getObject(r.Context(), req.res, req.namespace, req.name)
+	obj, err := s.getRequested(r, req)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	s.respondNegotiated(w, r, req, http.StatusOK, obj, out, nil)
+}
+
+// getRequested reads the object a get names (of the object, its status or
+// its scale) as kube-apiserver's get does: its query (GetOptions, export
+// refused), its name (as kube's key function checks it, before the
+// storage reads the resourceVersion), its resourceVersion (a newer one
+// waited for), then the object, in the storage version.
+func (s *Server) getRequested(r *http.Request, req *resourceRequest) (*unstructured.Unstructured, error) {
+	opts, err := decodeGetOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPathName(req.name); err != nil {
+		return nil, err
+	}
+	if err := s.awaitGetResourceVersion(r.Context(), opts.ResourceVersion); err != nil {
+		return nil, err
+	}
+	obj, _, err := s.getObject(r.Context(), req.res, req.namespace, req.name)
+	return obj, err
 }
 
 // getObject reads the current state of an object in the storage version.

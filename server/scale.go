@@ -74,21 +74,8 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			return
 		}
 		// As kube-apiserver's scale storage, which reads the custom
-		// resource as a get of it does: its options, its name, then its
-		// resourceVersion from the watch cache.
-		opts, err := decodeGetOptions(r)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		err = checkPathName(req.name)
-		if err == nil {
-			err = s.awaitGetResourceVersion(r.Context(), opts.ResourceVersion)
-		}
-		var cr *unstructured.Unstructured
-		if err == nil {
-			cr, _, err = s.getObject(r.Context(), req.res, req.namespace, req.name)
-		}
+		// resource as a get of it does.
+		cr, err := s.getRequested(r, req)
 		if err == nil {
 			err = req.res.Strategy.Convert(cr, req.version)
 		}
