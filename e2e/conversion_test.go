@@ -456,3 +456,55 @@ func jsonEqual(a, b interface{}) bool {
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
+
+// A watch of a version the conversion webhook can no longer convert to
+// ends when an event needs converting, with no ERROR event, as
+// kube-apiserver's watch cache of that version ends all its watchers'
+// streams when a conversion fails (clients watch again); the storage
+// version's watch goes on.
+func TestConversionWebhookDownEndsWatch(t *testing.T) {
+	t.Parallel()
+	caPEM, cert := webhookCerts(t, "conv.webhooks.svc")
+	srv := httptest.NewUnstartedServer(&converter{})
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	k := startKapi(t, "--in-memory", "--service-resolver", fmt.Sprintf("webhooks/conv:443=127.0.0.1:%d", port))
+	createCRD(t, k, convCRD(t, "sprockets", "Sprocket", "conv", caPEM))
+	const sprockets = "/apis/conv.example.com/%s/namespaces/default/sprockets"
+	list := k.do(t, "GET", fmt.Sprintf(sprockets, "v1"), nil)
+	var lm struct {
+		Metadata metav1.ListMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(list.Body, &lm); list.Code != http.StatusOK || err != nil {
+		t.Fatalf("list through v1: %d %s", list.Code, list.Body)
+	}
+	srv.Close() // the conversion webhook is down from here on
+
+	type watched struct {
+		r    httpResult
+		took time.Duration
+	}
+	watch := func(version string) <-chan watched {
+		done := make(chan watched, 1)
+		go func() {
+			start := time.Now()
+			r := k.do(t, "GET", fmt.Sprintf(sprockets, version)+"?watch=1&timeoutSeconds=4&resourceVersion="+lm.Metadata.ResourceVersion, nil)
+			done <- watched{r, time.Since(start)}
+		}()
+		return done
+	}
+	v2, v1 := watch("v2"), watch("v1")
+	r := k.do(t, "POST", fmt.Sprintf(sprockets, "v1"), []byte(`{"apiVersion":"conv.example.com/v1","kind":"Sprocket","metadata":{"name":"s1"},"spec":{"size":1}}`))
+	if r.Code != http.StatusCreated {
+		t.Fatalf("create through v1 (no conversion needed): %d %s", r.Code, r.Body)
+	}
+	w := <-v2
+	if w.r.Code != http.StatusOK || strings.Contains(string(w.r.Body), `"ERROR"`) || strings.Contains(string(w.r.Body), `"ADDED"`) || w.took > 3*time.Second {
+		t.Errorf("watch through v2: %d after %v: %s\nwant its stream ended at the event, with no event", w.r.Code, w.took, w.r.Body)
+	}
+	w = <-v1
+	if w.r.Code != http.StatusOK || !strings.Contains(string(w.r.Body), `"type":"ADDED"`) || strings.Contains(string(w.r.Body), `"ERROR"`) {
+		t.Errorf("watch through v1: %d %s, want the ADDED event", w.r.Code, w.r.Body)
+	}
+}

@@ -681,9 +681,17 @@ func (ww *watchWriter) change(se *sharedEvent) bool {
 }
 
 // sendShared sends an event whose object is rendered once for all the
-// watchers of the same shape.
+// watchers of the same shape. An event that cannot be converted to the
+// watched version (a conversion webhook failing) ends the watch with no
+// ERROR event: kube-apiserver's watch cache of that version converts as it
+// reads, and a conversion that fails ends its ListAndWatch, which ends all
+// its watchers' streams (clients watch again).
 func (ww *watchWriter) sendShared(typ string, se *sharedEvent, old bool) bool {
 	data, err := se.render(ww, old)
+	if cf := (*conversionFailure)(nil); errors.As(err, &cf) {
+		ww.s.log.Warn("ending a watch: its event could not be converted", "path", ww.r.URL.Path, "err", cf.err)
+		return false
+	}
 	if err != nil {
 		return ww.sendError(err)
 	}
@@ -691,9 +699,15 @@ func (ww *watchWriter) sendShared(typ string, se *sharedEvent, old bool) bool {
 	return ww.writeObjectEvent(typ, data)
 }
 
-// send sends an event of an object the watcher owns (converted in place).
+// send sends an event of an object the watcher owns (converted in place):
+// the events before the live ones. (One that cannot be converted is an
+// ERROR: kube-apiserver's watch cache of a version that cannot convert
+// refuses new watches, 429, before their stream starts.)
 func (ww *watchWriter) send(typ string, obj *unstructured.Unstructured) bool {
 	data, err := ww.encode(obj)
+	if cf := (*conversionFailure)(nil); errors.As(err, &cf) {
+		err = cf.err
+	}
 	if err != nil {
 		return ww.sendError(err)
 	}
@@ -702,13 +716,21 @@ func (ww *watchWriter) send(typ string, obj *unstructured.Unstructured) bool {
 }
 
 // encode renders obj, which it converts in place, as the watcher's
-// requested version and form.
+// requested version and form; a conversion's error is a
+// *conversionFailure.
 func (ww *watchWriter) encode(obj *unstructured.Unstructured) ([]byte, error) {
 	if err := ww.req.res.Strategy.Convert(obj, ww.req.version); err != nil {
-		return nil, err
+		return nil, &conversionFailure{err}
 	}
 	return ww.render(obj)
 }
+
+// conversionFailure is the error of converting a watched object to the
+// watched version.
+type conversionFailure struct{ err error }
+
+func (e *conversionFailure) Error() string { return e.err.Error() }
+func (e *conversionFailure) Unwrap() error { return e.err }
 
 // render encodes obj, in the requested version, in the watcher's form.
 func (ww *watchWriter) render(obj *unstructured.Unstructured) ([]byte, error) {
