@@ -507,4 +507,16 @@ func TestConversionWebhookDownEndsWatch(t *testing.T) {
 	if w.r.Code != http.StatusOK || !strings.Contains(string(w.r.Body), `"type":"ADDED"`) || strings.Contains(string(w.r.Body), `"ERROR"`) {
 		t.Errorf("watch through v1: %d %s, want the ADDED event", w.r.Code, w.r.Body)
 	}
+	// A new watch through v2 whose initial objects cannot be converted:
+	// an ERROR event carrying the converter's error (kube-apiserver
+	// refuses such a watch with a 429 before its stream starts).
+	r = k.do(t, "GET", fmt.Sprintf(sprockets, "v2")+"?watch=1&timeoutSeconds=4", nil)
+	var ev struct {
+		Type   string        `json:"type"`
+		Object metav1.Status `json:"object"`
+	}
+	if err := json.Unmarshal(r.Body, &ev); r.Code != http.StatusOK || err != nil || ev.Type != "ERROR" || ev.Object.Code != http.StatusInternalServerError ||
+		!strings.HasPrefix(ev.Object.Message, "conversion webhook for conv.example.com/v1, Kind=Sprocket failed: ") {
+		t.Errorf("new watch through v2 from its initial objects: %d %s, want one ERROR event, 500, with the converter's error", r.Code, r.Body)
+	}
 }
